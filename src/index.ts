@@ -1,0 +1,28 @@
+/** Spool's public surface: named exports, nothing else. */
+export { createSpool } from './spool.js';
+export type { Spool, SpoolStats, QueueCounts, RequeueFilter } from './spool.js';
+export type { SpoolOptions } from './options.js';
+export { SpoolError, NonRetryableError, RetryAfterError, isSpoolError } from './errors.js';
+export type { SpoolErrorCode } from './errors.js';
+export type { Message, HandlerContext, Handler } from './runtime/handler.js';
+export type { MessageInfo } from './runtime/message-codec.js';
+export type { Inspect } from './runtime/supervisor.js';
+export type { SendOptions } from './validate.js';
+export type { Clock } from './clock.js';
+export type {
+  SpoolEvent,
+  MessageStateEvent,
+  MessageErrorEvent,
+  MessageStaleEvent,
+  SettingsChangedEvent,
+  StorageBusyEvent,
+  SpoolErrorEvent,
+  RecoveredEvent,
+  SweepEvent,
+} from './events.js';
+export type { Settings, QueueSettings, QueuePolicy } from './settings/schema.js';
+export { DEFAULT_SETTINGS } from './settings/schema.js';
+export type { SettingsStore, ExplainedSetting } from './settings/store.js';
+export type { MessageState, StoredError } from '../machines/message.machine.js';
+export { messageMachine } from '../machines/message.machine.js';
+export { supervisorMachine } from '../machines/supervisor.machine.js';

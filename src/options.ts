@@ -1,0 +1,90 @@
+/** createSpool()'s static options: their defaults in one place, validated at the edge. */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { systemClock, type Clock } from './clock.js';
+import type { Durability } from './db/client.js';
+import { SpoolError } from './errors.js';
+import type { Inspect } from './runtime/supervisor.js';
+import { isObject, type JsonObject } from './settings/layers.js';
+import { validateConfigLayer } from './settings/store.js';
+import { describeZod } from './validate.js';
+
+/** Options of createSpool(). */
+export interface SpoolOptions {
+  /** The SQLite file (created if missing). The owner lock lives beside it as `<path>.lock`. */
+  path: string;
+  /** The config layer of the settings: a JSON file path, or the object itself. */
+  config?: string | Record<string, unknown>;
+  /** 'normal' (default): survives a process crash; 'full': also a power loss (fsync per commit). */
+  durability?: Durability;
+  /** An XState v5 inspection observer, given to the supervisor and every message actor. */
+  inspect?: Inspect;
+  /** Largest payload once serialised, bytes. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  /** Time source for every timestamp and timer (tests inject one). Default: the system clock. */
+  clock?: Clock;
+  /** Random source in [0, 1) for backoff jitter. Default Math.random. */
+  random?: () => number;
+}
+
+/** Defaults of the static options. */
+export const OPTION_DEFAULTS = {
+  durability: 'normal' as Durability,
+  maxPayloadBytes: 1024 * 1024,
+};
+
+const optionsSchema = z.strictObject({
+  path: z.string().min(1),
+  config: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+  durability: z.enum(['normal', 'full']).optional(),
+  inspect: z.union([z.function(), z.object({}).loose()]).optional(),
+  maxPayloadBytes: z.number().int().min(1).max(256 * 1024 * 1024).optional(),
+  clock: z.object({ now: z.function(), setTimeout: z.function(), clearTimeout: z.function() }).loose().optional(),
+  random: z.function().optional(),
+});
+
+/** Options after defaults, with the config layer loaded. */
+export interface ResolvedOptions {
+  path: string;
+  config: JsonObject;
+  durability: Durability;
+  inspect: Inspect | undefined;
+  maxPayloadBytes: number;
+  clock: Clock;
+  random: () => number;
+}
+
+/** Validates options and loads the config file; throws INVALID_OPTIONS naming what is wrong. */
+export function parseOptions(options: unknown): ResolvedOptions {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) throw new SpoolError('INVALID_OPTIONS', `Invalid createSpool options: ${describeZod(parsed.error)}`, { cause: parsed.error });
+  const o = options as SpoolOptions;
+  const config = loadConfig(o.config);
+  return {
+    path: o.path,
+    config,
+    durability: o.durability ?? OPTION_DEFAULTS.durability,
+    inspect: o.inspect,
+    maxPayloadBytes: o.maxPayloadBytes ?? OPTION_DEFAULTS.maxPayloadBytes,
+    clock: o.clock ?? systemClock,
+    random: o.random ?? Math.random,
+  };
+}
+
+/** Reads the config layer from a file or takes it as given, and checks it. */
+export function loadConfig(config: string | Record<string, unknown> | undefined): JsonObject {
+  if (config === undefined) return {};
+  let doc: unknown = config;
+  const source = typeof config === 'string' ? resolve(config) : 'object';
+  if (typeof config === 'string') {
+    try {
+      doc = JSON.parse(readFileSync(config, 'utf8'));
+    } catch (cause) {
+      throw new SpoolError('INVALID_OPTIONS', `Cannot read the config file ${source}: ${(cause as Error).message}`, { cause });
+    }
+  }
+  if (!isObject(doc)) throw new SpoolError('INVALID_OPTIONS', `The config (${source}) must be a JSON object`);
+  validateConfigLayer(doc, source);
+  return doc;
+}

@@ -1,0 +1,204 @@
+/**
+ * Group commit. Every write of a tick (sends, transitions of many actors, a claim) is queued
+ * here and committed in one IMMEDIATE transaction on the next turn of the event loop; only then
+ * are the callers resolved and the changes announced. A failing item does not fail the others:
+ * the batch is retried with a savepoint per item. A busy database is retried asynchronously
+ * (never a long blocking busy wait), and a full disk fails sends fast while transitions wait.
+ */
+import type Database from 'better-sqlite3';
+import { SpoolError } from '../errors.js';
+import type { EventBus } from '../events.js';
+import type { Clock } from '../clock.js';
+import { isBusy, isFull, runSavepoint, runTransaction } from '../db/transaction.js';
+
+/** One unit of work inside a group transaction. */
+export interface Op<T = unknown> {
+  /** 'send' ops fail fast on a full disk; 'transition' ops are retried until they land. */
+  kind: 'send' | 'transition';
+  /** Runs inside the transaction. Must be synchronous. */
+  run(): T;
+  /** After the commit, with run()'s result. */
+  committed?(result: T): void;
+  /** When the op will not land. */
+  failed?(error: SpoolError): void;
+}
+
+/** Work the owner adds to every group transaction (the supervisor's claim). */
+export interface GroupHook<T> {
+  /** Inside the transaction, after the queued ops. */
+  run(): T;
+  committed(result: T): void;
+}
+
+/** How long a busy batch keeps retrying before its sends reject with STORAGE_BUSY, ms. */
+const BUSY_GIVE_UP_MS = 30_000;
+const RETRY_DELAY_MS = 25;
+
+/** The group committer. */
+export interface Committer {
+  enqueue<T>(op: Op<T>): void;
+  /** Asks for a group transaction even with no queued ops (to run the hook). */
+  wake(): void;
+  setHook(hook: GroupHook<unknown> | undefined): void;
+  /** Resolves once everything queued so far has landed or failed. */
+  drain(): Promise<void>;
+  /** Cancels timers; queued sends are rejected with CLOSED. */
+  close(): void;
+}
+
+/** Creates a committer over one connection. */
+export function createCommitter(sqlite: Database.Database, events: EventBus, clock: Clock): Committer {
+  let queue: Op[] = [];
+  let hook: GroupHook<unknown> | undefined;
+  let wanted = false;
+  let scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  let busySince: number | undefined;
+  let busyRetries = 0;
+  let closed = false;
+  let idleWaiters: (() => void)[] = [];
+
+  function schedule(delayMs = 0) {
+    if (scheduled || closed) return;
+    scheduled = delayMs > 0 ? setTimeout(flush, delayMs) : setImmediate(flush);
+  }
+
+  function settleIdle() {
+    if (queue.length === 0 && !scheduled) {
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  function flush() {
+    scheduled = undefined;
+    if (closed) return;
+    const ops = queue;
+    queue = [];
+    const runHook = wanted && hook !== undefined;
+    wanted = false;
+    if (ops.length === 0 && !runHook) return settleIdle();
+    let results: unknown[];
+    let hookResult: unknown;
+    try {
+      results = runTransaction(sqlite, () => {
+        const out = ops.map((op) => op.run());
+        if (runHook) hookResult = hook!.run();
+        return out;
+      });
+    } catch (error) {
+      handleFailure(ops, error, runHook);
+      return settleIdle();
+    }
+    busySince = undefined;
+    busyRetries = 0;
+    for (let i = 0; i < ops.length; i++) ops[i]!.committed?.(results[i]);
+    if (runHook) hook!.committed(hookResult);
+    settleIdle();
+  }
+
+  function handleFailure(ops: Op[], error: unknown, hookWanted: boolean) {
+    if (isBusy(error)) {
+      busySince ??= clock.now();
+      busyRetries += 1;
+      events.emit({ type: 'storage.busy', retries: busyRetries, at: clock.now() });
+      const giveUp = clock.now() - busySince > BUSY_GIVE_UP_MS;
+      const keep = giveUp ? rejectSends(ops, new SpoolError('STORAGE_BUSY', `The database stayed locked by another connection for over ${BUSY_GIVE_UP_MS} ms`, { cause: error })) : ops;
+      queue = keep.concat(queue);
+      wanted ||= hookWanted;
+      return schedule(RETRY_DELAY_MS);
+    }
+    busySince = undefined;
+    // Isolate the failing items: one savepoint each, so one bad item cannot sink the group.
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    try {
+      runTransaction(sqlite, () => {
+        for (const op of ops) {
+          try {
+            outcomes.push({ ok: true, value: runSavepoint(sqlite, () => op.run()) });
+          } catch (itemError) {
+            outcomes.push({ ok: false, error: itemError });
+          }
+        }
+      });
+    } catch (groupError) {
+      // Even the isolated pass could not commit (e.g. the disk is full): nothing landed.
+      return failAll(ops, groupError, hookWanted);
+    }
+    const retry: Op[] = [];
+    ops.forEach((op, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) op.committed?.(outcome.value);
+      else if (op.kind === 'transition' && (isFull(outcome.error) || isBusy(outcome.error))) retry.push(op);
+      else op.failed?.(toStorageError(outcome.error));
+    });
+    if (retry.length) {
+      queue = retry.concat(queue);
+      schedule(RETRY_DELAY_MS * 4);
+    }
+    if (hookWanted) {
+      wanted = true;
+      schedule();
+    }
+  }
+
+  function failAll(ops: Op[], error: unknown, hookWanted: boolean) {
+    const spoolError = toStorageError(error);
+    const retry = rejectSends(ops, spoolError);
+    events.emit({ type: 'error', code: spoolError.code, message: spoolError.message, at: clock.now() });
+    queue = retry.concat(queue);
+    wanted ||= hookWanted;
+    if (queue.length || wanted) schedule(RETRY_DELAY_MS * 4);
+  }
+
+  function rejectSends(ops: Op[], error: SpoolError): Op[] {
+    const keep: Op[] = [];
+    for (const op of ops) {
+      if (op.kind === 'send') op.failed?.(error);
+      else keep.push(op);
+    }
+    return keep;
+  }
+
+  return {
+    enqueue(op) {
+      if (closed) {
+        op.failed?.(new SpoolError('CLOSED', 'The spool is closed'));
+        return;
+      }
+      queue.push(op as Op);
+      schedule();
+    },
+    wake() {
+      wanted = true;
+      schedule();
+    },
+    setHook(next) {
+      hook = next;
+    },
+    drain() {
+      if (queue.length === 0 && !scheduled) return Promise.resolve();
+      return new Promise((resolve) => idleWaiters.push(resolve));
+    },
+    close() {
+      closed = true;
+      if (scheduled) {
+        clearImmediate(scheduled as NodeJS.Immediate);
+        clearTimeout(scheduled as NodeJS.Timeout);
+        scheduled = undefined;
+      }
+      const error = new SpoolError('CLOSED', 'The spool closed before this write landed');
+      for (const op of queue) op.failed?.(error);
+      queue = [];
+      settleIdle();
+    },
+  };
+}
+
+/** Maps a storage failure to a coded SpoolError. */
+export function toStorageError(error: unknown): SpoolError {
+  if (error instanceof SpoolError) return error;
+  if (isFull(error)) return new SpoolError('STORAGE_FULL', 'The database is full (disk or max_page_count); nothing was stored', { cause: error });
+  if (isBusy(error)) return new SpoolError('STORAGE_BUSY', 'The database is locked by another connection', { cause: error });
+  return new SpoolError('STORAGE_ERROR', `Storage failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+}

@@ -1,0 +1,40 @@
+/** What a consumer receives, and how its outcome is read. */
+import { NonRetryableError, RetryAfterError, toStoredError } from '../errors.js';
+import type { StoredError } from '../../machines/message.machine.js';
+
+/** The message a handler gets. */
+export interface Message<P = unknown> {
+  id: string;
+  queue: string;
+  payload: P;
+  /** 1 on the first delivery; grows with each charged failure. */
+  attempt: number;
+  /** Every hand-out, redeliveries after a crash included. */
+  deliveries: number;
+  priority: number;
+  /** Epoch ms of the send. */
+  createdAt: number;
+}
+
+/** The second argument of a handler. */
+export interface HandlerContext {
+  /** Aborted on timeout (reason: SpoolError TIMEOUT) or at stop (reason: SpoolError STOPPED). */
+  signal: AbortSignal;
+}
+
+/** A consumer: resolve to complete the message; throw or reject to fail this attempt. */
+export type Handler<P = unknown> = (message: Message<P>, context: HandlerContext) => unknown;
+
+/** How an attempt ended. */
+export type Outcome =
+  | { kind: 'complete' }
+  | { kind: 'fail'; error: StoredError }
+  | { kind: 'reject'; error: StoredError }
+  | { kind: 'defer'; delayMs: number };
+
+/** Reads what a handler threw. */
+export function outcomeOf(thrown: unknown): Outcome {
+  if (thrown instanceof RetryAfterError) return { kind: 'defer', delayMs: thrown.delayMs };
+  if (thrown instanceof NonRetryableError) return { kind: 'reject', error: toStoredError(thrown, 'NON_RETRYABLE') };
+  return { kind: 'fail', error: toStoredError(thrown) };
+}

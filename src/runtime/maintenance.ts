@@ -1,0 +1,114 @@
+/**
+ * The maintenance sweep (the CQS "purge" concern): deletes expired history and old dead letters in
+ * small batches, yielding between them so claims never wait long, then returns free pages to the
+ * OS with incremental_vacuum steps and truncates the WAL. Never a blocking full VACUUM.
+ */
+import type Database from 'better-sqlite3';
+import type { Clock, TimerHandle } from '../clock.js';
+import type { Repository } from '../db/repository.js';
+import { runTransaction } from '../db/transaction.js';
+import type { EventBus } from '../events.js';
+import type { SettingsRuntime } from '../settings/store.js';
+
+/** Rows deleted per transaction: small enough to keep each pause short. */
+export const SWEEP_BATCH = 500;
+const VACUUM_STEP_PAGES = 256;
+
+/** The sweep's handle. */
+export interface Maintenance {
+  start(): void;
+  stop(): void;
+  /** One full sweep now. */
+  sweep(): Promise<{ deleted: number; freedPages: number; longestBatchMs: number }>;
+}
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Creates the maintenance sweep (stopped). */
+export function createMaintenance(deps: {
+  repo: Repository;
+  sqlite: Database.Database;
+  clock: Clock;
+  events: EventBus;
+  settings: SettingsRuntime;
+}): Maintenance {
+  const { repo, sqlite, clock, events, settings } = deps;
+  let timer: TimerHandle | undefined;
+  let running = false;
+  let sweeping: Promise<{ deleted: number; freedPages: number; longestBatchMs: number }> | undefined;
+
+  async function batches(work: () => number): Promise<{ total: number; longest: number }> {
+    let total = 0;
+    let longest = 0;
+    for (;;) {
+      const started = performance.now();
+      const n = runTransaction(sqlite, work);
+      longest = Math.max(longest, performance.now() - started);
+      total += n;
+      if (n === 0) break;
+      await tick();
+    }
+    return { total, longest };
+  }
+
+  async function sweepOnce() {
+    const { retention } = settings.get();
+    const now = clock.now();
+    let deleted = 0;
+    let longest = 0;
+    const done = await batches(() => repo.sweepBatch('done', now - retention.doneMs + (retention.doneMs === 0 ? 1 : 0), SWEEP_BATCH));
+    deleted += done.total;
+    longest = Math.max(longest, done.longest);
+    if (retention.deadMs !== null) {
+      const deadMs = retention.deadMs;
+      const dead = await batches(() => repo.sweepBatch('dead', now - deadMs, SWEEP_BATCH));
+      deleted += dead.total;
+      longest = Math.max(longest, dead.longest);
+    }
+    let freedPages = 0;
+    for (let free = repo.freePages(); free > 0; free = repo.freePages()) {
+      const started = performance.now();
+      repo.incrementalVacuum(Math.min(free, VACUUM_STEP_PAGES));
+      longest = Math.max(longest, performance.now() - started);
+      freedPages += Math.min(free, VACUUM_STEP_PAGES);
+      await tick();
+    }
+    if (freedPages > 0 || deleted > 0) repo.checkpointTruncate();
+    const result = { deleted, freedPages, longestBatchMs: Math.round(longest * 100) / 100 };
+    events.emit({ type: 'maintenance.swept', ...result, at: clock.now() });
+    return result;
+  }
+
+  function schedule() {
+    timer = clock.setTimeout(() => {
+      timer = undefined;
+      if (!running) return;
+      sweep()
+        .catch((error: Error) => events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Maintenance sweep failed: ${error.message}`, at: clock.now() }))
+        .finally(() => {
+          if (running) schedule();
+        });
+    }, settings.get().maintenance.intervalMs);
+  }
+
+  function sweep() {
+    sweeping ??= sweepOnce().finally(() => {
+      sweeping = undefined;
+    });
+    return sweeping;
+  }
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      schedule();
+    },
+    stop() {
+      running = false;
+      if (timer !== undefined) clock.clearTimeout(timer);
+      timer = undefined;
+    },
+    sweep,
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Layered settings documents: defaults ← config file ← database overrides. Pure functions over
+ * plain JSON. In a layer, `null` removes the key from the effective document (a tombstone), so an
+ * override can take away, say, a queue's executor that the config file defines.
+ */
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: unknown };
+
+/** Where an effective leaf's value came from. */
+export type Layer = 'default' | 'config' | 'override';
+
+/** True for a plain JSON object (not an array, not null). */
+export function isObject(value: unknown): value is JsonObject {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Applies `layer` over `base`: objects merge deeply, a `null` removes, anything else replaces. */
+export function applyLayer(base: JsonObject, layer: JsonObject): JsonObject {
+  const out: JsonObject = { ...base };
+  for (const [key, value] of Object.entries(layer)) {
+    if (value === null) delete out[key];
+    else if (isObject(value) && isObject(out[key])) out[key] = applyLayer(out[key] as JsonObject, value);
+    else out[key] = isObject(value) ? applyLayer({}, value) : value;
+  }
+  return out;
+}
+
+/** Merges a patch into an overrides document, keeping `null` tombstones (unlike applyLayer). */
+export function mergeOverrides(overrides: JsonObject, patch: JsonObject): JsonObject {
+  const out: JsonObject = { ...overrides };
+  for (const [key, value] of Object.entries(patch)) {
+    out[key] = isObject(value) && isObject(out[key]) ? mergeOverrides(out[key] as JsonObject, value) : value;
+  }
+  return out;
+}
+
+/** Removes the subtree at `path` from an overrides document (everything when path is empty). */
+export function removePath(overrides: JsonObject, path: string[]): JsonObject {
+  if (path.length === 0) return {};
+  const [head, ...rest] = path as [string, ...string[]];
+  if (!(head in overrides)) return overrides;
+  const out: JsonObject = { ...overrides };
+  if (rest.length === 0 || !isObject(out[head])) {
+    delete out[head];
+  } else {
+    const inner = removePath(out[head] as JsonObject, rest);
+    if (Object.keys(inner).length === 0) delete out[head];
+    else out[head] = inner;
+  }
+  return out;
+}
+
+/** True when `path` is set (a value or a tombstone) in a layer. */
+export function hasPath(layer: JsonObject, path: string[]): boolean {
+  let node: unknown = layer;
+  for (const segment of path) {
+    if (!isObject(node) || !(segment in node)) return false;
+    node = node[segment];
+  }
+  return true;
+}
+
+/** Every leaf of a document with its path (arrays and primitives are leaves). */
+export function leaves(doc: JsonObject, prefix: string[] = []): { path: string[]; value: unknown }[] {
+  const out: { path: string[]; value: unknown }[] = [];
+  for (const [key, value] of Object.entries(doc)) {
+    const path = [...prefix, key];
+    if (isObject(value) && Object.keys(value).length > 0) out.push(...leaves(value, path));
+    else out.push({ path, value });
+  }
+  return out;
+}
+
+/** For each effective leaf, the highest layer that sets it (or one of its ancestors). */
+export function explainLayers(effective: JsonObject, config: JsonObject, overrides: JsonObject) {
+  return leaves(effective).map(({ path, value }) => {
+    const setBy = (layer: JsonObject) => path.some((_, i) => hasPath(layer, path.slice(0, i + 1)) && !isObject(get(layer, path.slice(0, i + 1))));
+    const layer: Layer = hasPath(overrides, path) || setBy(overrides) ? 'override' : hasPath(config, path) || setBy(config) ? 'config' : 'default';
+    return { path, value, layer };
+  });
+}
+
+function get(doc: JsonObject, path: string[]): unknown {
+  let node: unknown = doc;
+  for (const segment of path) node = isObject(node) ? node[segment] : undefined;
+  return node;
+}

@@ -1,0 +1,94 @@
+/**
+ * The settings schema and its defaults, in one place. Every key is documented in the README's
+ * settings table; unknown keys are invalid at every level.
+ */
+import { z } from 'zod';
+import { QUEUE_NAME } from '../validate.js';
+
+const concurrency = z.number().int().min(1).max(10_000);
+const ms = z.number().int().min(0).max(2_147_483_647);
+
+const backoffSchema = z.strictObject({
+  type: z.enum(['fixed', 'exponential']),
+  delayMs: ms,
+  maxDelayMs: ms,
+  jitter: z.boolean(),
+});
+
+const queuePolicyShape = {
+  maxAttempts: z.number().int().min(1).max(1_000_000),
+  backoff: backoffSchema,
+  timeoutMs: ms.min(1).nullable(),
+  dedupe: z.enum(['none', 'content']),
+  maxPending: z.number().int().min(1).nullable(),
+  maxCrashes: z.number().int().min(1).max(1_000_000),
+};
+
+/** The settings of one queue; every key optional (absent: the spool-wide value applies). */
+const queueSettingsSchema = z.strictObject({
+  executor: z.strictObject({ concurrency }).optional(),
+  accepting: z.boolean().optional(),
+  paused: z.boolean().optional(),
+  maxAttempts: queuePolicyShape.maxAttempts.optional(),
+  backoff: backoffSchema.partial().optional(),
+  timeoutMs: queuePolicyShape.timeoutMs.optional(),
+  dedupe: queuePolicyShape.dedupe.optional(),
+  maxPending: queuePolicyShape.maxPending.optional(),
+  maxCrashes: queuePolicyShape.maxCrashes.optional(),
+});
+
+/** The whole effective settings document. */
+export const settingsSchema = z.strictObject({
+  accepting: z.boolean(),
+  executor: z.strictObject({ concurrency }),
+  processor: z.strictObject({
+    pollIntervalMs: z.number().int().min(10).max(3_600_000),
+    batchSize: z.number().int().min(1).max(10_000),
+  }),
+  noConsumer: z.enum(['dead', 'delete']),
+  queueDefaults: z.strictObject(queuePolicyShape),
+  queues: z.record(z.string().regex(QUEUE_NAME, 'queue names are 1–80 characters of [A-Za-z0-9._-]'), queueSettingsSchema),
+  retention: z.strictObject({ doneMs: ms, deadMs: ms.nullable() }),
+  maintenance: z.strictObject({ intervalMs: z.number().int().min(100).max(2_147_483_647) }),
+});
+
+/** Effective settings. */
+export type Settings = z.infer<typeof settingsSchema>;
+/** One queue's own settings. */
+export type QueueSettings = z.infer<typeof queueSettingsSchema>;
+/** A queue's resolved delivery policy: queueDefaults overlaid with the queue's own keys. */
+export type QueuePolicy = Settings['queueDefaults'];
+
+/** Built-in defaults: the lowest layer. */
+export const DEFAULT_SETTINGS: Settings = {
+  accepting: true,
+  executor: { concurrency: 4 },
+  processor: { pollIntervalMs: 1000, batchSize: 100 },
+  noConsumer: 'dead',
+  queueDefaults: {
+    maxAttempts: 3,
+    backoff: { type: 'exponential', delayMs: 1000, maxDelayMs: 300_000, jitter: true },
+    timeoutMs: null,
+    dedupe: 'none',
+    maxPending: null,
+    maxCrashes: 5,
+  },
+  queues: {},
+  retention: { doneMs: 0, deadMs: null },
+  maintenance: { intervalMs: 60_000 },
+};
+
+/** The delivery policy of `queue` under `settings`. */
+export function policyFor(settings: Settings, queue: string): QueuePolicy {
+  const own = settings.queues[queue];
+  const base = settings.queueDefaults;
+  if (!own) return base;
+  return {
+    maxAttempts: own.maxAttempts ?? base.maxAttempts,
+    backoff: { ...base.backoff, ...own.backoff },
+    timeoutMs: own.timeoutMs === undefined ? base.timeoutMs : own.timeoutMs,
+    dedupe: own.dedupe ?? base.dedupe,
+    maxPending: own.maxPending === undefined ? base.maxPending : own.maxPending,
+    maxCrashes: own.maxCrashes ?? base.maxCrashes,
+  };
+}

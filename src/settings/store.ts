@@ -1,0 +1,176 @@
+/**
+ * The observable settings store: built-in defaults ← config file ← database overrides. Every
+ * change is validated whole, persisted, then pushed to subscribers (the supervisor resizes its
+ * pools from here). Changes written by other processes are found by comparing the version row.
+ */
+import { BehaviorSubject, type Observable } from 'rxjs';
+import type { Clock } from '../clock.js';
+import { SpoolError } from '../errors.js';
+import type { EventBus } from '../events.js';
+import { describeZod } from '../validate.js';
+import { applyLayer, explainLayers, isObject, mergeOverrides, removePath, type JsonObject, type Layer } from './layers.js';
+import { DEFAULT_SETTINGS, settingsSchema, type Settings } from './schema.js';
+
+/** Where the overrides live: the repository's settings row, inside a transaction. */
+export interface OverridesStorage {
+  read(): { overrides: string; version: number };
+  version(): number;
+  /** Runs `fn` atomically (read-modify-write of the overrides row). */
+  atomically<T>(fn: () => T): T;
+  write(overrides: string, now: number): number;
+}
+
+/** One effective leaf and the layer that set it. */
+export interface ExplainedSetting {
+  path: string[];
+  value: unknown;
+  layer: Layer;
+}
+
+/** The public settings API (`spool.settings`). */
+export interface SettingsStore {
+  /** The effective settings, synchronously. */
+  get(): Settings;
+  /** Emits the current settings on subscribe, then every change. */
+  readonly settings$: Observable<Settings>;
+  /** Deep-merges `patch` into the overrides; `null` removes a key. Invalid patches change nothing. */
+  update(patch: unknown): Promise<Settings>;
+  /** Drops every override, or those under `path` (segments, since queue names may hold dots). */
+  reset(path?: string[]): Promise<Settings>;
+  /** Each effective leaf with the layer it came from. */
+  explain(): ExplainedSetting[];
+}
+
+/** The store plus what the runtime needs. */
+export interface SettingsRuntime extends SettingsStore {
+  /** Re-reads overrides if their version moved (another process); emits only real changes. */
+  refresh(): void;
+  /** The override version last seen. */
+  readonly version: number;
+  complete(): void;
+}
+
+/** Validates a full document, throwing `code` with every path and reason. */
+export function validateSettings(doc: unknown, code: 'INVALID_SETTINGS' | 'INVALID_OPTIONS', what: string): Settings {
+  const result = settingsSchema.safeParse(doc);
+  if (!result.success) {
+    throw new SpoolError(code, `Invalid ${what}: ${describeZod(result.error)}`, { cause: result.error });
+  }
+  return result.data;
+}
+
+/** Checks the config-file layer on its own: defaults overlaid with it must be valid. */
+export function validateConfigLayer(config: JsonObject, source: string): void {
+  validateSettings(applyLayer(DEFAULT_SETTINGS as unknown as JsonObject, config), 'INVALID_OPTIONS', `config (${source})`);
+}
+
+/** Creates the store. `storage` is opened lazily by the caller. */
+export function createSettingsStore(deps: {
+  config: JsonObject;
+  storage: () => OverridesStorage;
+  clock: Clock;
+  events: EventBus;
+}): SettingsRuntime {
+  const { config, clock, events } = deps;
+  const base = applyLayer(DEFAULT_SETTINGS as unknown as JsonObject, config);
+  let overrides: JsonObject = {};
+  let version = -1;
+  let current: Settings = validateSettings(base, 'INVALID_OPTIONS', 'config');
+  let currentJson = JSON.stringify(current);
+  const subject = new BehaviorSubject<Settings>(current);
+
+  const effective = (layer: JsonObject) => validateSettings(applyLayer(base, layer), 'INVALID_SETTINGS', 'settings');
+
+  function adopt(next: Settings, nextOverrides: JsonObject, nextVersion: number, source: 'local' | 'external') {
+    overrides = nextOverrides;
+    version = nextVersion;
+    const json = JSON.stringify(next);
+    if (json === currentJson) return;
+    current = next;
+    currentJson = json;
+    subject.next(next);
+    events.emit({ type: 'settings.changed', settings: next, version: nextVersion, source, at: clock.now() });
+  }
+
+  function load(source: 'local' | 'external') {
+    const row = deps.storage().read();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(row.overrides);
+      if (!isObject(parsed)) throw new Error('the overrides row is not a JSON object');
+      adopt(effective(parsed), parsed, row.version, source);
+    } catch (error) {
+      // A hand-edited invalid row: report it, keep running on defaults + config.
+      version = row.version;
+      events.emit({
+        type: 'error',
+        code: 'INVALID_SETTINGS',
+        message: `Ignoring invalid settings overrides (version ${row.version}): ${(error as Error).message}`,
+        at: clock.now(),
+      });
+      adopt(effective({}), {}, row.version, source);
+    }
+  }
+
+  function ensureLoaded() {
+    if (version < 0) load('external');
+  }
+
+  function change(compute: (stored: JsonObject) => JsonObject): Settings {
+    const storage = deps.storage();
+    const result = storage.atomically(() => {
+      // Read inside the transaction, so a concurrent writer's change is merged, not lost.
+      const row = storage.read();
+      let stored: JsonObject = {};
+      try {
+        const parsed = JSON.parse(row.overrides);
+        if (isObject(parsed)) stored = parsed;
+      } catch {
+        // An unreadable row is replaced by the new overrides.
+      }
+      const nextOverrides = compute(stored);
+      const next = effective(nextOverrides);
+      const nextVersion = storage.write(JSON.stringify(nextOverrides), clock.now());
+      return { next, nextOverrides, nextVersion };
+    });
+    adopt(result.next, result.nextOverrides, result.nextVersion, 'local');
+    return result.next;
+  }
+
+  return {
+    get() {
+      ensureLoaded();
+      return current;
+    },
+    get settings$() {
+      ensureLoaded();
+      return subject.asObservable();
+    },
+    get version() {
+      return version;
+    },
+    async update(patch) {
+      if (!isObject(patch)) {
+        throw new SpoolError('INVALID_SETTINGS', `Expected a settings patch object, got ${patch === null ? 'null' : Array.isArray(patch) ? 'an array' : typeof patch}`);
+      }
+      ensureLoaded();
+      return change((stored) => mergeOverrides(stored, patch));
+    },
+    async reset(path) {
+      if (path !== undefined && (!Array.isArray(path) || path.some((s) => typeof s !== 'string'))) {
+        throw new SpoolError('INVALID_SETTINGS', 'Expected reset(path) to get an array of key segments, e.g. ["queues", "email.send"]');
+      }
+      ensureLoaded();
+      return change((stored) => removePath(stored, path ?? []));
+    },
+    explain() {
+      ensureLoaded();
+      return explainLayers(current as unknown as JsonObject, config, overrides);
+    },
+    refresh() {
+      if (version < 0) return load('external');
+      if (deps.storage().version() !== version) load('external');
+    },
+    complete: () => subject.complete(),
+  };
+}

@@ -1,0 +1,430 @@
+/**
+ * createSpool(): the embedding application's handle. Wires storage, the settings store, the group
+ * committer and the supervisor, and owns the lifecycle: start, stop, close.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Observable } from 'rxjs';
+import type { ActorRefFrom } from 'xstate';
+import type { MessageState } from '../machines/message.machine.js';
+import { createMessageStepper, type MessageSnapshot } from '../machines/stepper.js';
+import type { supervisorMachine } from '../machines/supervisor.machine.js';
+import { openDatabase, type DbHandle } from './db/client.js';
+import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
+import { createRepository, type MessageRow, type Repository } from './db/repository.js';
+import { runTransaction } from './db/transaction.js';
+import { SpoolError } from './errors.js';
+import { createEventBus, type SpoolEvent } from './events.js';
+import { parseOptions, type SpoolOptions } from './options.js';
+import { crashPoint } from './crash-points.js';
+import { createCommitter, toStorageError, type Committer } from './runtime/committer.js';
+import type { Handler } from './runtime/handler.js';
+import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
+import { decodeSnapshot, encodeSnapshot, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
+import { deadLetter } from './runtime/message-codec.js';
+import { createSupervisor, type SupervisorRuntime } from './runtime/supervisor.js';
+import { policyFor, type Settings } from './settings/schema.js';
+import { createSettingsStore, type SettingsStore } from './settings/store.js';
+import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
+import { MESSAGE_SNAPSHOT_VERSION } from '../machines/message.machine.js';
+
+/** Per-queue counts in stats(). `done` counts finished rows kept by retention. */
+export interface QueueCounts {
+  pending: number;
+  activating: number;
+  processing: number;
+  dead: number;
+  done: number;
+}
+
+/** What stats() returns. */
+export interface SpoolStats {
+  accepting: boolean;
+  queues: Record<string, QueueCounts>;
+  pools: {
+    default: { concurrency: number; active: number };
+    byQueue: Record<string, { concurrency: number; active: number }>;
+  };
+}
+
+/** Which dead letters requeue() sends back: one id, or every dead message (of a queue). */
+export type RequeueFilter = string | { queue?: string };
+
+/** The embedding application's handle on one spool file. */
+export interface Spool {
+  /** Registers the consumer of `queue`; one per queue (DUPLICATE_CONSUMER otherwise). */
+  register<P = unknown>(queue: string, handler: Handler<P>): void;
+  /** Recovers in-flight rows, then claims and runs messages. Idempotent. */
+  start(): Promise<void>;
+  /** Stores a message; resolves with its id once the row is committed. */
+  send(queue: string, payload: unknown, options?: SendOptions): Promise<string>;
+  /** Stores every payload in one transaction, or none; resolves with the ids in order. */
+  sendBatch(queue: string, payloads: unknown[], options?: SendOptions): Promise<string[]>;
+  /** A message by id; undefined once done and deleted. */
+  get(id: string): Promise<MessageInfo | undefined>;
+  /** Counts per queue and state, pool limits and use. */
+  stats(): Promise<SpoolStats>;
+  /** Dead letters, oldest first. */
+  dead(queue?: string, options?: { limit?: number }): Promise<MessageInfo[]>;
+  /** Sends dead letters back to pending with attempts reset (redrive); resolves with how many. */
+  requeue(filter: RequeueFilter): Promise<number>;
+  /** Deletes a queue's messages in the given state (pending, dead or done); resolves with how many. */
+  purge(queue: string, options: { state: 'pending' | 'dead' | 'done' }): Promise<number>;
+  /** Runs one maintenance sweep now (retention, incremental vacuum). */
+  sweep(): Promise<{ deleted: number; freedPages: number; longestBatchMs: number }>;
+  /** Every committed change and error, announced after its commit. Never errors. */
+  readonly events$: Observable<SpoolEvent>;
+  /** The current state of a message, then each change; completes at done or dead. */
+  watch(id: string): Observable<MessageState>;
+  /** The live settings store. */
+  readonly settings: SettingsStore;
+  /** The supervisor's ActorRef: its snapshot shows pool limits and active counts. */
+  readonly supervisor: ActorRefFrom<typeof supervisorMachine>;
+  /** Stops claiming, waits for handlers (then aborts them); sends still store; start() resumes. */
+  stop(options?: { timeoutMs?: number }): Promise<void>;
+  /** Stops, releases the lock, closes the database and completes every observable. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates a spool over a SQLite file. Nothing is opened until first use.
+ * @example
+ * const spool = createSpool({ path: 'data/spool.db' });
+ * spool.register('email', async (message) => sendMail(message.payload));
+ * await spool.start();
+ * await spool.send('email', { to: 'a@b.c' });
+ */
+export function createSpool(options: SpoolOptions): Spool {
+  const opts = parseOptions(options);
+  const { clock } = opts;
+  const bus = createEventBus();
+  const stepper = createMessageStepper();
+  const consumers = new Map<string, Handler>();
+
+  let db: DbHandle | undefined;
+  let repo: Repository | undefined;
+  let committer: Committer | undefined;
+  let supervisor: SupervisorRuntime | undefined;
+  let maintenance: Maintenance | undefined;
+  let lock: OwnerLock | undefined;
+  let closed = false;
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+  const knownQueues = new Set<string>();
+
+  function open() {
+    if (closed) throw new SpoolError('CLOSED', 'The spool is closed');
+    if (!db) {
+      db = openDatabase(opts.path, opts.durability);
+      repo = createRepository(db);
+      committer = createCommitter(db.sqlite, bus, clock);
+    }
+    return { db, repo: repo!, committer: committer! };
+  }
+
+  const settings = createSettingsStore({
+    config: opts.config,
+    clock,
+    events: bus,
+    storage: () => {
+      const { db: handle, repo: r } = open();
+      return {
+        read: () => r.readOverrides(),
+        version: () => r.overridesVersion(),
+        atomically: (fn) => runTransaction(handle.sqlite, fn),
+        write: (overrides, now) => r.writeOverrides(overrides, now),
+      };
+    },
+  });
+
+  function ensureSupervisor() {
+    const { db: handle, repo: r, committer: c } = open();
+    supervisor ??= createSupervisor({
+      sqlite: handle.sqlite,
+      repo: r,
+      committer: c,
+      stepper,
+      clock,
+      events: bus,
+      settings,
+      consumers,
+      inspect: opts.inspect,
+      random: opts.random,
+    });
+    return supervisor;
+  }
+
+  function prepareRow(queue: string, payload: unknown, o: SendOptions, s: Settings, now: number) {
+    const json = serializePayload(payload, opts.maxPayloadBytes);
+    const visibleAt = o.runAt !== undefined ? Math.max(now, +o.runAt) : now + (o.delayMs ?? 0);
+    const dedupeKey = o.key !== undefined ? `key:${o.key}` : policyFor(s, queue).dedupe === 'content' ? contentKey(json) : null;
+    return {
+      id: randomUUID(),
+      queue,
+      payload: json,
+      snapshot: encodeSnapshot(stepper, stepper.initial({ visibleAt })),
+      snapshotVersion: MESSAGE_SNAPSHOT_VERSION,
+      priority: o.priority ?? 0,
+      visibleAt,
+      ready: (visibleAt <= now ? 1 : 0) as 0 | 1,
+      dedupeKey,
+      now,
+    };
+  }
+
+  function admit(queue: string, s: Settings) {
+    if (!s.accepting) throw new SpoolError('NOT_ACCEPTING', 'The spool is not accepting messages (settings.accepting is false)');
+    if (s.queues[queue]?.accepting === false) {
+      throw new SpoolError('NOT_ACCEPTING', `Queue "${queue}" is not accepting messages (settings.queues.${queue}.accepting is false)`);
+    }
+  }
+
+  /** Inserts rows inside a transaction; returns each row's id (an existing id on a dedupe hit). */
+  function insertRows(r: Repository, rows: ReturnType<typeof prepareRow>[], s: Settings, midBatch: boolean): string[] {
+    const queue = rows[0]!.queue;
+    if (!knownQueues.has(queue)) r.addQueue(queue, rows[0]!.now);
+    const { maxPending } = policyFor(s, queue);
+    let live = maxPending === null ? 0 : r.countLive(queue);
+    return rows.map((row, i) => {
+      if (maxPending !== null && live >= maxPending) {
+        throw new SpoolError('QUEUE_FULL', `Queue "${queue}" holds ${live} pending or in-flight messages; maxPending is ${maxPending}`, {
+          details: { queue, maxPending },
+        });
+      }
+      if (midBatch && i === Math.floor(rows.length / 2)) crashPoint('batch.midInsert');
+      if (r.insert(row)) {
+        live += 1;
+        return row.id;
+      }
+      const existing = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
+      if (existing === undefined) throw new SpoolError('STORAGE_ERROR', `The insert of a message into "${queue}" was ignored`);
+      return existing;
+    });
+  }
+
+  function enqueueRows(queue: string, payloads: unknown[], options: SendOptions | undefined): Promise<string[]> {
+    try {
+      assertQueueName(queue);
+      const o = parseSendOptions(options);
+      const { repo: r, committer: c } = open();
+      const s = settings.get();
+      admit(queue, s);
+      const now = clock.now();
+      const rows = payloads.map((p, i) => {
+        try {
+          return prepareRow(queue, p, o, s, now);
+        } catch (error) {
+          if (error instanceof SpoolError && payloads.length > 1 && error.code === 'INVALID_PAYLOAD') {
+            throw new SpoolError('INVALID_PAYLOAD', `Item ${i}: ${error.message}`, { cause: error, details: { index: i } });
+          }
+          throw error;
+        }
+      });
+      if (rows.length === 0) return Promise.resolve([]);
+      return new Promise((resolve, reject) => {
+        c.enqueue({
+          kind: 'send',
+          run: () => {
+            crashPoint('enqueue.beforeCommit');
+            return insertRows(r, rows, s, rows.length > 1);
+          },
+          committed: (ids) => {
+            knownQueues.add(queue);
+            crashPoint('enqueue.afterCommit');
+            if (!bus.idle) {
+              for (let i = 0; i < ids.length; i++) {
+                if (ids[i] === rows[i]!.id) bus.emit({ type: 'message.state', id: ids[i]!, queue, from: null, to: 'pending', attempt: 0, at: now });
+              }
+            }
+            const first = rows[0]!;
+            supervisor?.noteSent(queue, first.ready ? null : first.visibleAt);
+            resolve(ids);
+          },
+          failed: reject,
+        });
+      });
+    } catch (error) {
+      return Promise.reject(error instanceof SpoolError ? error : toStorageError(error));
+    }
+  }
+
+  function start(): Promise<void> {
+    if (closed) return Promise.reject(new SpoolError('CLOSED', 'The spool is closed'));
+    if (supervisor?.running) return Promise.resolve();
+    starting ??= (async () => {
+      await stopping;
+      try {
+        open();
+        lock ??= acquireOwnerLock(opts.path);
+        const sup = ensureSupervisor();
+        sup.start();
+        maintenance ??= createMaintenance({ repo: repo!, sqlite: db!.sqlite, clock, events: bus, settings });
+        maintenance.start();
+      } finally {
+        starting = undefined;
+      }
+    })();
+    return starting;
+  }
+
+  function stop(stopOptions?: { timeoutMs?: number }): Promise<void> {
+    stopping ??= (async () => {
+      await starting?.catch(() => {});
+      maintenance?.stop();
+      await supervisor?.stop(stopOptions?.timeoutMs ?? 10_000);
+      await committer?.drain();
+    })().finally(() => {
+      stopping = undefined;
+    });
+    return stopping;
+  }
+
+  const api: Spool = {
+    register(queue, handler) {
+      assertQueueName(queue);
+      if (typeof handler !== 'function') throw new SpoolError('INVALID_ARGUMENT', `Expected a handler function for queue "${queue}", got ${typeof handler}`);
+      if (consumers.has(queue)) throw new SpoolError('DUPLICATE_CONSUMER', `Queue "${queue}" already has a consumer`);
+      consumers.set(queue, handler as Handler);
+    },
+    start,
+    async send(queue, payload, options) {
+      return (await enqueueRows(queue, [payload], options))[0]!;
+    },
+    sendBatch(queue, payloads, options) {
+      if (!Array.isArray(payloads)) return Promise.reject(new SpoolError('INVALID_ARGUMENT', `Expected sendBatch payloads to be an array, got ${typeof payloads}`));
+      return enqueueRows(queue, payloads, options);
+    },
+    async get(id) {
+      if (typeof id !== 'string') throw new SpoolError('INVALID_ARGUMENT', `Expected a message id string, got ${typeof id}`);
+      const row = open().repo.byId(id);
+      return row && toMessageInfo(row);
+    },
+    async stats() {
+      const { repo: r } = open();
+      const queues: Record<string, QueueCounts> = {};
+      for (const { queue, state, n } of r.counts()) {
+        queues[queue] ??= { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 };
+        queues[queue][state] = n;
+      }
+      const pools = ensureSupervisor().pools();
+      return { accepting: settings.get().accepting, queues, pools };
+    },
+    async dead(queue, listOptions) {
+      if (queue !== undefined) assertQueueName(queue);
+      return open().repo.listByState('dead', queue, listOptions?.limit ?? 1000).map(toMessageInfo);
+    },
+    async requeue(filter) {
+      const { db: handle, repo: r } = open();
+      if (typeof filter !== 'string' && filter?.queue !== undefined) assertQueueName(filter.queue);
+      const rows =
+        typeof filter === 'string'
+          ? [r.byId(filter)].filter((row): row is MessageRow => row?.state === 'dead')
+          : r.listByState('dead', filter?.queue, 1_000_000);
+      const now = clock.now();
+      const moved: MessageRow[] = [];
+      runTransaction(handle.sqlite, () => {
+        for (const row of rows) {
+          let snapshot: MessageSnapshot;
+          try {
+            snapshot = decodeSnapshot(stepper, row);
+          } catch {
+            // A corrupt dead letter is rebuilt as a fresh one; its payload is checked again at claim.
+            snapshot = deadLetter(stepper, row.visibleAt, now, { code: 'CORRUPT_ROW', message: 'rebuilt at requeue' });
+          }
+          const next = stepper.step(snapshot, { type: 'REQUEUE', at: now });
+          const change = transitionRow(stepper, row.seq, { state: 'dead', token: row.leaseToken }, next, { token: null, owner: null }, now);
+          if (r.write(change)) moved.push(row);
+        }
+      });
+      for (const row of moved) {
+        bus.emit({ type: 'message.state', id: row.id, queue: row.queue, from: 'dead', to: 'pending', attempt: 0, at: now });
+        supervisor?.noteSent(row.queue, null);
+      }
+      return moved.length;
+    },
+    async purge(queue, purgeOptions) {
+      assertQueueName(queue);
+      const state = purgeOptions?.state;
+      if (state !== 'pending' && state !== 'dead' && state !== 'done') {
+        throw new SpoolError('INVALID_ARGUMENT', `purge() takes state 'pending', 'dead' or 'done', got ${String(state)}`);
+      }
+      const { db: handle, repo: r } = open();
+      let total = 0;
+      for (;;) {
+        const n = runTransaction(handle.sqlite, () => r.purgeBatch(queue, [state], 1000));
+        total += n;
+        if (n < 1000) break;
+        // Let claims and sends in between batches.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return total;
+    },
+    async sweep() {
+      open();
+      maintenance ??= createMaintenance({ repo: repo!, sqlite: db!.sqlite, clock, events: bus, settings });
+      return maintenance.sweep();
+    },
+    get events$() {
+      return bus.events$;
+    },
+    watch(id) {
+      return new Observable<MessageState>((subscriber) => {
+        const sub = bus.events$.subscribe((event) => {
+          if (event.type !== 'message.state' || event.id !== id) return;
+          subscriber.next(event.to);
+          if (event.to === 'done' || event.to === 'dead') subscriber.complete();
+        });
+        const row = closed ? undefined : safeGet(id);
+        if (!row || row.state === 'done' || row.state === 'dead') {
+          if (row) subscriber.next(row.state);
+          subscriber.complete();
+        } else {
+          subscriber.next(row.state);
+        }
+        return () => sub.unsubscribe();
+      });
+    },
+    settings,
+    get supervisor() {
+      return ensureSupervisor().actor;
+    },
+    stop,
+    close() {
+      closing ??= (async () => {
+        const errors: unknown[] = [];
+        // Every step runs even if an earlier one throws (BullMQ's close()).
+        for (const step of [
+          () => stop(),
+          () => maintenance?.stop(),
+          () => committer?.close(),
+          () => supervisor?.dispose(),
+          () => lock?.release(),
+          () => db?.close(),
+          () => settings.complete(),
+          () => bus.complete(),
+        ]) {
+          try {
+            await step();
+          } catch (error) {
+            errors.push(error);
+          }
+        }
+        closed = true;
+        if (errors.length) throw errors[0];
+      })();
+      return closing;
+    },
+  };
+
+  function safeGet(id: string) {
+    try {
+      return open().repo.byId(id);
+    } catch {
+      return undefined;
+    }
+  }
+
+  return api;
+}
+
