@@ -18,9 +18,11 @@
  * - DROP         activating → done (the seed's "no consumer: delete the request").
  * - DEFER        processing → pending at `retryAt` without charging an attempt (RetryAfterError,
  *                a pull consumer's abort).
- * - RECOVER      activating | processing → pending after a crash or stop (boot reconciliation);
- *                counts a crash, and → dead with CRASH_LOOP once `crashes` reaches `maxCrashes`.
- * - REQUEUE      dead → pending with failures and crashes reset (redrive).
+ * - RECOVER      activating | processing → pending at boot (reconciliation). `crashed: true` (the
+ *                process died with it in flight) counts a crash, and → dead with CRASH_LOOP once
+ *                `crashes` reaches `maxCrashes`; `crashed: false` (abandoned by a graceful stop)
+ *                counts nothing, so stopping a spool can never crash-loop a healthy message.
+ * - REQUEUE      dead → pending with failures, attempt and crashes reset (redrive).
  *
  * Invariants
  * - Deadlines are data (`visibleAt`, `leaseExpiresAt`), never `after:` timers: a restored snapshot
@@ -64,7 +66,7 @@ export type MessageEvent =
   | { type: 'REJECT'; at: number; error: StoredError }
   | { type: 'DROP'; at: number }
   | { type: 'DEFER'; at: number; retryAt: number }
-  | { type: 'RECOVER'; at: number; maxCrashes: number }
+  | { type: 'RECOVER'; at: number; maxCrashes: number; crashed: boolean }
   | { type: 'REQUEUE'; at: number };
 
 /** Names of the message states, as stored in the indexed `state` column. */
@@ -80,10 +82,13 @@ export const messageMachine = setup({
     attemptsLeft: ({ context, event }) =>
       event.type === 'FAIL' && context.failures + 1 < event.maxAttempts,
     crashLoop: ({ context, event }) =>
-      event.type === 'RECOVER' && context.crashes + 1 >= event.maxCrashes,
+      event.type === 'RECOVER' && event.crashed && context.crashes + 1 >= event.maxCrashes,
   },
   actions: {
-    recovered: assign(({ context }) => ({ crashes: context.crashes + 1, leaseExpiresAt: null })),
+    recovered: assign(({ context, event }) => ({
+      crashes: context.crashes + (event.type === 'RECOVER' && event.crashed ? 1 : 0),
+      leaseExpiresAt: null,
+    })),
     crashed: assign(({ context }) => ({
       crashes: context.crashes + 1,
       leaseExpiresAt: null,
@@ -174,6 +179,8 @@ export const messageMachine = setup({
           target: 'pending',
           actions: assign(({ event }) => ({
             failures: 0,
+            // Back to a fresh message's 0, so get() after a redrive shows the reset.
+            attempt: 0,
             crashes: 0,
             visibleAt: event.at,
             leaseExpiresAt: null,

@@ -19,6 +19,7 @@ export function backoffDelay(policy: BackoffPolicy, n: number, random: () => num
   const base =
     policy.type === 'fixed'
       ? policy.delayMs
-      : Math.min(policy.maxDelayMs, policy.delayMs * 2 ** Math.max(0, n - 1));
+      : // The exponent is capped so 2^k stays finite: with delayMs 0, 0 · Infinity would be NaN.
+        Math.min(policy.maxDelayMs, policy.delayMs * 2 ** Math.min(1023, Math.max(0, n - 1)));
   return policy.jitter ? Math.floor(random() * (base + 1)) : base;
 }

@@ -50,26 +50,31 @@ export type SupervisorEvent =
   | { type: 'ACQUIRE'; counts: Record<string, number> }
   | { type: 'RELEASE'; counts: Record<string, number> };
 
+/** A map keyed by queue names: no prototype, so "constructor" or "__proto__" are plain keys. */
+function byName<T>(entries: Record<string, T> = {}): Record<string, T> {
+  return Object.assign(Object.create(null) as Record<string, T>, entries);
+}
+
 function configure(context: SupervisorContext, limits: PoolLimits): SupervisorContext {
-  const pools: Record<string, PoolState> = {
-    [DEFAULT_POOL]: { concurrency: limits.concurrency, active: context.pools[DEFAULT_POOL]?.active ?? 0 },
-  };
-  const routes: Record<string, string> = {};
+  const old = byName(context.pools);
+  const pools = byName<PoolState>();
+  pools[DEFAULT_POOL] = { concurrency: limits.concurrency, active: old[DEFAULT_POOL]?.active ?? 0 };
+  const routes = byName<string>();
   for (const [queue, concurrency] of Object.entries(limits.queues)) {
-    pools[queue] = { concurrency, active: context.pools[queue]?.active ?? 0 };
+    pools[queue] = { concurrency, active: old[queue]?.active ?? 0 };
     routes[queue] = queue;
   }
   // A removed executor lingers at concurrency 0 while its handlers finish.
   for (const [key, pool] of Object.entries(context.pools)) {
     if (!(key in pools) && pool.active > 0) pools[key] = { concurrency: 0, active: pool.active };
   }
-  const paused: Record<string, true> = {};
+  const paused = byName<true>();
   for (const queue of limits.paused) paused[queue] = true;
   return { pools, routes, paused };
 }
 
 function adjust(context: SupervisorContext, counts: Record<string, number>, sign: 1 | -1) {
-  const pools = { ...context.pools };
+  const pools = byName(context.pools);
   for (const [key, count] of Object.entries(counts)) {
     const pool = pools[key] ?? { concurrency: 0, active: 0 };
     const active = Math.max(0, pool.active + sign * count);
@@ -110,7 +115,7 @@ export function poolOf(context: SupervisorContext, queue: string): string {
 
 /** Free slots per pool key (never negative: a shrunk pool may run above its new limit). */
 export function freeSlots(context: SupervisorContext): Record<string, number> {
-  const free: Record<string, number> = {};
+  const free = byName<number>();
   for (const [key, pool] of Object.entries(context.pools)) {
     free[key] = Math.max(0, pool.concurrency - pool.active);
   }

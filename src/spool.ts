@@ -12,12 +12,12 @@ import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import { openDatabase, type DbHandle } from './db/client.js';
 import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
 import { createRepository, type MessageRow, type Repository } from './db/repository.js';
-import { runTransaction } from './db/transaction.js';
+import { isBusy, isFull, runTransaction } from './db/transaction.js';
 import { SpoolError } from './errors.js';
 import { createEventBus, type SpoolEvent } from './events.js';
 import { parseOptions, type SpoolOptions } from './options.js';
 import { crashPoint } from './crash-points.js';
-import { createCommitter, toStorageError, type Committer } from './runtime/committer.js';
+import { BUSY_GIVE_UP_MS, createCommitter, RETRY_DELAY_MS, toStorageError, type Committer } from './runtime/committer.js';
 import type { Handler } from './runtime/handler.js';
 import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
 import { decodeSnapshot, encodeSnapshot, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
@@ -82,8 +82,8 @@ export interface Spool {
   readonly supervisor: ActorRefFrom<typeof supervisorMachine>;
   /** Stops claiming, waits for handlers (then aborts them); sends still store; start() resumes. */
   stop(options?: { timeoutMs?: number }): Promise<void>;
-  /** Stops, releases the lock, closes the database and completes every observable. */
-  close(): Promise<void>;
+  /** Stops (as stop(), same timeout), releases the lock, closes the database, completes every observable. */
+  close(options?: { timeoutMs?: number }): Promise<void>;
 }
 
 /**
@@ -132,7 +132,7 @@ export function createSpool(options: SpoolOptions): Spool {
       return {
         read: () => r.readOverrides(),
         version: () => r.overridesVersion(),
-        atomically: (fn) => runTransaction(handle.sqlite, fn),
+        atomically: (fn) => apiTransaction(handle.sqlite, fn),
         write: (overrides, now) => r.writeOverrides(overrides, now),
       };
     },
@@ -258,7 +258,7 @@ export function createSpool(options: SpoolOptions): Spool {
         open();
         lock ??= acquireOwnerLock(opts.path);
         const sup = ensureSupervisor();
-        sup.start();
+        await startSupervisor(sup);
         maintenance ??= createMaintenance({ repo: repo!, sqlite: db!.sqlite, clock, events: bus, settings });
         maintenance.start();
       } finally {
@@ -266,6 +266,26 @@ export function createSpool(options: SpoolOptions): Spool {
       }
     })();
     return starting;
+  }
+
+  /**
+   * Boot recovery needs the write lock. Another connection holding it is waited out with short
+   * asynchronous retries (as the committer does), never a long blocking busy wait; past
+   * BUSY_GIVE_UP_MS start() rejects with STORAGE_BUSY. A failed recover() changed nothing.
+   */
+  async function startSupervisor(sup: SupervisorRuntime) {
+    const since = performance.now();
+    for (let retries = 1; ; retries++) {
+      try {
+        return sup.start();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        if (performance.now() - since > BUSY_GIVE_UP_MS) throw toStorageError(error);
+        bus.emit({ type: 'storage.busy', retries, at: clock.now() });
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+        if (closing) throw new SpoolError('CLOSED', 'The spool closed while start() waited for the database');
+      }
+    }
   }
 
   function stop(stopOptions?: { timeoutMs?: number }): Promise<void> {
@@ -323,7 +343,7 @@ export function createSpool(options: SpoolOptions): Spool {
           : r.listByState('dead', filter?.queue, 1_000_000);
       const now = clock.now();
       const moved: MessageRow[] = [];
-      runTransaction(handle.sqlite, () => {
+      apiTransaction(handle.sqlite, () => {
         for (const row of rows) {
           let snapshot: MessageSnapshot;
           try {
@@ -352,7 +372,7 @@ export function createSpool(options: SpoolOptions): Spool {
       const { db: handle, repo: r } = open();
       let total = 0;
       for (;;) {
-        const n = runTransaction(handle.sqlite, () => r.purgeBatch(queue, [state], 1000));
+        const n = apiTransaction(handle.sqlite, () => r.purgeBatch(queue, [state], 1000));
         total += n;
         if (n < 1000) break;
         // Let claims and sends in between batches.
@@ -390,12 +410,12 @@ export function createSpool(options: SpoolOptions): Spool {
       return ensureSupervisor().actor;
     },
     stop,
-    close() {
+    close(closeOptions) {
       closing ??= (async () => {
         const errors: unknown[] = [];
         // Every step runs even if an earlier one throws (BullMQ's close()).
         for (const step of [
-          () => stop(),
+          () => stop(closeOptions),
           () => maintenance?.stop(),
           () => committer?.close(),
           () => supervisor?.dispose(),
@@ -428,3 +448,14 @@ export function createSpool(options: SpoolOptions): Spool {
   return api;
 }
 
+/**
+ * A transaction run directly by an API call (settings, requeue, purge): a locked or full database
+ * rejects the call with a coded STORAGE_BUSY / STORAGE_FULL instead of a raw SqliteError.
+ */
+function apiTransaction<T>(sqlite: DbHandle['sqlite'], fn: () => T): T {
+  try {
+    return runTransaction(sqlite, fn);
+  } catch (error) {
+    throw isBusy(error) || isFull(error) ? toStorageError(error) : error;
+  }
+}

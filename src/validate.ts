@@ -26,8 +26,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /**
  * Serialises a payload to JSON, refusing anything that would not round-trip: undefined,
- * functions, symbols, BigInt, NaN/Infinity, circular references, lone surrogates, non-plain
- * objects other than arrays and Dates, and anything over `maxBytes` once serialised.
+ * functions, symbols, BigInt, NaN/Infinity, circular references, lone surrogates, objects other
+ * than arrays and plain objects (Dates included), and anything over `maxBytes` once serialised.
  */
 export function serializePayload(payload: unknown, maxBytes: number): string {
   check(payload, '', new Set());
@@ -93,7 +93,8 @@ export function canonicalJson(json: string): string {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
+    // No prototype: an own "__proto__" key (JSON.parse makes one) must stay data, not set a prototype.
+    const out: Record<string, unknown> = Object.create(null);
     for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
     return out;
   }

@@ -1,4 +1,6 @@
 /** Opening the database: pragmas first (auto_vacuum must precede the first table), then migrations. */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import * as schema from './schema.js';
@@ -25,6 +27,8 @@ export const BUSY_TIMEOUT_MS = 20;
 export function openDatabase(path: string, durability: Durability): DbHandle {
   let sqlite: Database.Database;
   try {
+    // `path: 'data/spool.db'` should just work on a fresh checkout.
+    mkdirSync(dirname(path), { recursive: true });
     sqlite = new Database(path);
   } catch (cause) {
     throw new SpoolError('STORAGE_ERROR', `Cannot open the database at ${path}: ${(cause as Error).message}`, { cause });
@@ -32,7 +36,9 @@ export function openDatabase(path: string, durability: Durability): DbHandle {
   try {
     sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // Only effective before the first table exists; later it needs a full VACUUM, which we avoid.
-    sqlite.pragma('auto_vacuum = INCREMENTAL');
+    // Set only when not already so: setting it writes the header, which fails while another
+    // connection holds the write lock (SQLITE_BUSY at open).
+    if (sqlite.pragma('auto_vacuum', { simple: true }) !== 2) sqlite.pragma('auto_vacuum = INCREMENTAL');
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
     // Bounds the WAL file left after a checkpoint, so a large purge's WAL does not linger.

@@ -22,6 +22,7 @@ export interface MessageRow {
   visibleAt: number;
   leaseToken: string | null;
   leaseExpiresAt: number | null;
+  owner: string | null;
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
@@ -63,8 +64,22 @@ export interface RowTransition {
 }
 
 const ROW_COLUMNS = `seq, id, queue, payload, state, snapshot, attempt, deliveries, priority,
-  visible_at AS visibleAt, lease_token AS leaseToken, lease_expires_at AS leaseExpiresAt,
+  visible_at AS visibleAt, lease_token AS leaseToken, lease_expires_at AS leaseExpiresAt, owner,
   created_at AS createdAt, updated_at AS updatedAt, finished_at AS finishedAt, last_error AS lastError`;
+
+/** The claim's candidate query (queue, limit); exported so a test can check its query plan. */
+export const CANDIDATES_SQL = `SELECT ${ROW_COLUMNS} FROM messages
+     WHERE queue = ? AND state = 'pending' AND ready = 1
+     ORDER BY priority DESC, visible_at, seq LIMIT ?`;
+
+/** Promotes due delayed rows (now); exported for the query-plan test. */
+export const PROMOTE_SQL = `UPDATE messages SET ready = 1 WHERE state = 'pending' AND ready = 0 AND visible_at <= ? RETURNING queue`;
+
+/** The nearest visible-at among delayed rows; exported for the query-plan test. */
+export const NEXT_DELAYED_SQL = `SELECT MIN(visible_at) AS at FROM messages WHERE state = 'pending' AND ready = 0`;
+
+/** The `owner` of a row whose handler a graceful stop abandoned: recovered without a crash. */
+export const ABANDONED = 'stopped';
 
 /** Creates the repository over an open database. */
 export function createRepository(db: DbHandle) {
@@ -82,22 +97,17 @@ export function createRepository(db: DbHandle) {
   );
   const insertQueue = sqlite.prepare('INSERT OR IGNORE INTO queues (name, created_at) VALUES (?, ?)');
   const listQueues = sqlite.prepare('SELECT name FROM queues ORDER BY name');
-  const promote = sqlite.prepare(
-    `UPDATE messages SET ready = 1 WHERE state = 'pending' AND ready = 0 AND visible_at <= ? RETURNING queue`,
-  );
-  const nextDelayed = sqlite.prepare(
-    `SELECT MIN(visible_at) AS at FROM messages WHERE state = 'pending' AND ready = 0`,
-  );
-  const candidates = sqlite.prepare(
-    `SELECT ${ROW_COLUMNS} FROM messages
-     WHERE queue = ? AND state = 'pending' AND ready = 1
-     ORDER BY priority DESC, visible_at, seq LIMIT ?`,
-  );
+  const promote = sqlite.prepare(PROMOTE_SQL);
+  const nextDelayed = sqlite.prepare(NEXT_DELAYED_SQL);
+  const candidates = sqlite.prepare(CANDIDATES_SQL);
   const write = sqlite.prepare(
     `UPDATE messages SET state = @state, snapshot = @snapshot, attempt = @attempt, deliveries = @deliveries,
        visible_at = @visibleAt, ready = @ready, lease_token = @leaseToken, lease_expires_at = @leaseExpiresAt,
        owner = @owner, finished_at = @finishedAt, last_error = @lastError, updated_at = @now
      WHERE seq = @seq AND state = @expectState AND lease_token IS @expectToken`,
+  );
+  const abandon = sqlite.prepare(
+    `UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`,
   );
   const remove = sqlite.prepare(
     `DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?`,
@@ -145,6 +155,10 @@ export function createRepository(db: DbHandle) {
     /** Applies a fenced transition; false when the row moved on (stale attempt). */
     write(change: RowTransition): boolean {
       return write.run(change).changes === 1;
+    },
+    /** Marks an in-flight row as abandoned by a graceful stop (not a crash) for the next recovery. */
+    markAbandoned(seq: number, token: string): boolean {
+      return abandon.run(seq, token).changes === 1;
     },
     /** Deletes a row if still in `state` under `token`; false when stale. */
     remove(seq: number, state: MessageState, token: string | null): boolean {
@@ -244,6 +258,7 @@ const rowSelection = {
   visibleAt: messages.visibleAt,
   leaseToken: messages.leaseToken,
   leaseExpiresAt: messages.leaseExpiresAt,
+  owner: messages.owner,
   createdAt: messages.createdAt,
   updatedAt: messages.updatedAt,
   finishedAt: messages.finishedAt,

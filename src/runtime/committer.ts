@@ -31,8 +31,9 @@ export interface GroupHook<T> {
 }
 
 /** How long a busy batch keeps retrying before its sends reject with STORAGE_BUSY, ms. */
-const BUSY_GIVE_UP_MS = 30_000;
-const RETRY_DELAY_MS = 25;
+export const BUSY_GIVE_UP_MS = 30_000;
+/** The pause between retries of a busy write, ms. */
+export const RETRY_DELAY_MS = 25;
 
 /** The group committer. */
 export interface Committer {
@@ -52,6 +53,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   let hook: GroupHook<unknown> | undefined;
   let wanted = false;
   let scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  let scheduledIsTimeout = false;
   let busySince: number | undefined;
   let busyRetries = 0;
   let closed = false;
@@ -59,6 +61,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
 
   function schedule(delayMs = 0) {
     if (scheduled || closed) return;
+    scheduledIsTimeout = delayMs > 0;
     scheduled = delayMs > 0 ? setTimeout(flush, delayMs) : setImmediate(flush);
   }
 
@@ -117,6 +120,9 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
           try {
             outcomes.push({ ok: true, value: runSavepoint(sqlite, () => op.run()) });
           } catch (itemError) {
+            // SQLite may roll back the whole transaction (SQLITE_FULL, IOERR, NOMEM): then later
+            // items would each run and commit on their own, outside it. Stop; nothing stands.
+            if (!sqlite.inTransaction) throw itemError;
             outcomes.push({ ok: false, error: itemError });
           }
         }
@@ -183,8 +189,10 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     close() {
       closed = true;
       if (scheduled) {
-        clearImmediate(scheduled as NodeJS.Immediate);
-        clearTimeout(scheduled as NodeJS.Timeout);
+        // Clear by kind: clearImmediate() on a Timeout corrupts Node's immediate queue, and no
+        // setImmediate callback in the process runs again.
+        if (scheduledIsTimeout) clearTimeout(scheduled as NodeJS.Timeout);
+        else clearImmediate(scheduled as NodeJS.Immediate);
         scheduled = undefined;
       }
       const error = new SpoolError('CLOSED', 'The spool closed before this write landed');

@@ -45,6 +45,17 @@ export function decodeSnapshot(stepper: MessageStepper, row: Pick<MessageRow, 's
   if (parsed.v !== MESSAGE_SNAPSHOT_VERSION) throw new Error(`unknown snapshot version ${String(parsed.v)}`);
   if (parsed.value !== row.state) throw new Error(`the snapshot says ${String(parsed.value)} but the row says ${row.state}`);
   if (parsed.context === null || typeof parsed.context !== 'object') throw new Error('the snapshot has no context');
+  // A context with a missing or mistyped field would step to NaN counts, whose write fails inside
+  // the claim transaction and stalls the whole queue; such a row is corrupt like any other.
+  const ctx = parsed.context as Record<string, unknown>;
+  for (const key of ['failures', 'attempt', 'deliveries', 'crashes']) {
+    if (!Number.isInteger(ctx[key]) || (ctx[key] as number) < 0) throw new Error(`the snapshot's context.${key} is ${JSON.stringify(ctx[key])}, not a count`);
+  }
+  if (!Number.isFinite(ctx.visibleAt)) throw new Error(`the snapshot's context.visibleAt is ${JSON.stringify(ctx.visibleAt)}, not a time`);
+  if (ctx.leaseExpiresAt !== null && !Number.isFinite(ctx.leaseExpiresAt)) throw new Error("the snapshot's context.leaseExpiresAt is not a time or null");
+  if (ctx.lastError !== null && (typeof ctx.lastError !== 'object' || typeof (ctx.lastError as { code?: unknown }).code !== 'string')) {
+    throw new Error("the snapshot's context.lastError is not a stored error or null");
+  }
   const { v: _v, ...persisted } = parsed;
   return stepper.restore(persisted);
 }

@@ -19,7 +19,7 @@ import { DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } f
 import { backoffDelay } from '../../machines/retry-policy.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import { crashPoint } from '../crash-points.js';
-import type { MessageRow, Repository } from '../db/repository.js';
+import { ABANDONED, type MessageRow, type Repository } from '../db/repository.js';
 import { runTransaction } from '../db/transaction.js';
 import type Database from 'better-sqlite3';
 import { SpoolError } from '../errors.js';
@@ -110,6 +110,7 @@ export function createSupervisor(deps: SupervisorDeps) {
   let releaseCount = 0;
   let running = false;
   let pollTimer: TimerHandle | undefined;
+  let pollEveryMs = 0;
   let delayedTimer: TimerHandle | undefined;
   let delayedAt: number | null = null;
   let deadlineTimer: TimerHandle | undefined;
@@ -275,7 +276,9 @@ export function createSupervisor(deps: SupervisorDeps) {
       for (const c of result.claimed) launch(c, at);
     }
     if (result.nextDelayedAt !== null) armDelayed(result.nextDelayedAt);
-    if (result.capped) committer.wake();
+    // Rows settled at claim (no consumer, corrupt) took no slot, yet may have crowded out ready
+    // rows of other queues in this claim; claim again rather than wait for the poll.
+    if (result.capped || result.dispositions.length > 0) committer.wake();
     crashPoint('claim.afterCommit');
   }
 
@@ -350,6 +353,9 @@ export function createSupervisor(deps: SupervisorDeps) {
           crashPoint('retry.scheduled');
           hot.add(entry.queue);
           if (next.context.visibleAt > now) armDelayed(next.context.visibleAt);
+          // A retry due now (zero backoff, jitter drawing 0, RetryAfterError(0)) was written after
+          // this tick's claim ran, so ask for another claim instead of waiting for the poll.
+          else committer.wake();
         }
       },
       failed: (error) => {
@@ -414,6 +420,7 @@ export function createSupervisor(deps: SupervisorDeps) {
   }
 
   function schedulePoll() {
+    pollEveryMs = settings.get().processor.pollIntervalMs;
     pollTimer = clock.setTimeout(() => {
       pollTimer = undefined;
       if (!running) return;
@@ -425,7 +432,7 @@ export function createSupervisor(deps: SupervisorDeps) {
       }
       committer.wake();
       schedulePoll();
-    }, settings.get().processor.pollIntervalMs);
+    }, pollEveryMs);
   }
 
   function refreshQueues() {
@@ -454,7 +461,8 @@ export function createSupervisor(deps: SupervisorDeps) {
             continue;
           }
           const { maxCrashes } = policyFor(settings.get(), row.queue);
-          const next = stepper.step(snapshot, { type: 'RECOVER', at: now, maxCrashes });
+          const crashed = row.owner !== ABANDONED;
+          const next = stepper.step(snapshot, { type: 'RECOVER', at: now, maxCrashes, crashed });
           repo.write(transitionRow(stepper, row.seq, { state: row.state, token: row.leaseToken }, next, { token: null, owner: null }, now));
           announce.push({ row, to: stateOf(next), attempt: next.context.attempt, error: next.context.lastError?.code === 'CRASH_LOOP' && stateOf(next) === 'dead' ? next.context.lastError : null });
           crashPoint('recovery.midway');
@@ -468,7 +476,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       emitState(a.row.id, a.row.queue, a.row.state, a.to, a.attempt, now);
     }
     const result = { pending: announce.length - dead, dead };
-    if (announce.length) events.emit({ type: 'spool.recovered', ...result, at: now });
+    // Emitted on every boot, zeros included, so an app can tell "nothing to recover" apart.
+    events.emit({ type: 'spool.recovered', ...result, at: now });
     return result;
   }
 
@@ -488,6 +497,11 @@ export function createSupervisor(deps: SupervisorDeps) {
         actor.send({ type: 'CONFIGURE', limits: limitsOf(next) });
         for (const name of Object.keys(next.queues)) knownQueues.add(name);
         for (const name of knownQueues) hot.add(name);
+        // A new poll interval applies now, not after the old (possibly hour-long) one runs out.
+        if (pollTimer !== undefined && next.processor.pollIntervalMs !== pollEveryMs) {
+          clock.clearTimeout(pollTimer);
+          schedulePoll();
+        }
         committer.wake();
       });
       committer.setHook({ run: claim, committed: claimed as (r: unknown) => void });
@@ -515,8 +529,11 @@ export function createSupervisor(deps: SupervisorDeps) {
       }
       for (const entry of inflight.values()) {
         if (entry.settled) continue;
-        // Abandoned: the row stays in flight on disk and goes back to pending at the next start.
+        // Abandoned: the row stays in flight on disk and goes back to pending at the next start,
+        // marked so that recovery does not count this graceful stop as a crash.
         entry.settled = true;
+        const { seq, token } = entry;
+        committer.enqueue({ kind: 'transition', run: () => repo.markAbandoned(seq, token) });
         entry.controller.abort(new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
         entry.actor?.stop();
         inflight.delete(entry.seq);

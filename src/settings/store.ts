@@ -82,6 +82,8 @@ export function createSettingsStore(deps: {
   const effective = (layer: JsonObject) => validateSettings(applyLayer(base, layer), 'INVALID_SETTINGS', 'settings');
 
   function adopt(next: Settings, nextOverrides: JsonObject, nextVersion: number, source: 'local' | 'external') {
+    // The first load is the starting point, not a change: nobody can have seen the value before it.
+    const initial = version < 0;
     overrides = nextOverrides;
     version = nextVersion;
     const json = JSON.stringify(next);
@@ -89,7 +91,7 @@ export function createSettingsStore(deps: {
     current = next;
     currentJson = json;
     subject.next(next);
-    events.emit({ type: 'settings.changed', settings: next, version: nextVersion, source, at: clock.now() });
+    if (!initial) events.emit({ type: 'settings.changed', settings: next, version: nextVersion, source, at: clock.now() });
   }
 
   function load(source: 'local' | 'external') {

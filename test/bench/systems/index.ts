@@ -1,0 +1,29 @@
+/** The benchmarked systems by name (child processes rebuild them from a name). */
+import { bullmqSystem } from './bullmq.js';
+import { floorSystem } from './floor.js';
+import { plainjobSystem } from './plainjob.js';
+import { spoolSystem } from './spool.js';
+import type { BenchSystem } from './types.js';
+
+/** Names accepted by --systems. */
+export const SYSTEM_NAMES = ['floor', 'spool', 'plainjob', 'bullmq'] as const;
+export type SystemName = (typeof SYSTEM_NAMES)[number];
+
+/** A system by name; bullmq needs the port of a running redis-server. */
+export function systemByName(name: string, redisPort?: number): BenchSystem {
+  switch (name) {
+    case 'floor':
+      return floorSystem;
+    case 'spool':
+      return spoolSystem();
+    case 'plainjob':
+      return plainjobSystem();
+    case 'plainjob-10ms':
+      return plainjobSystem(10);
+    case 'bullmq':
+      if (redisPort === undefined) throw new Error('bullmq needs a running redis-server');
+      return bullmqSystem(redisPort);
+    default:
+      throw new Error(`Unknown system "${name}" (expected one of ${SYSTEM_NAMES.join(', ')})`);
+  }
+}

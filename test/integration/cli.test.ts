@@ -1,0 +1,242 @@
+/**
+ * The `spool` command, run as a real child process (node bin/spool.mjs) on real files, beside a
+ * spool that this process runs and owns. Argument and error cases that need no second process run
+ * the same entry (runCli) in this process, because each spawn pays tsx's startup.
+ */
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSpool, DEFAULT_SETTINGS, type SettingsChangedEvent, type Spool, type SpoolOptions } from '../../src/index.js';
+import { nextEvent, reached } from '../helpers/events.js';
+import { createBaton } from '../helpers/gate.js';
+import { runCli } from '../../src/cli/run.js';
+import { tempDb } from '../helpers/temp-db.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Generous: tsx compiles the CLI at startup, and CI machines are slow. */
+const CLI_TIMEOUT_MS = 25_000;
+
+let spools: Spool[] = [];
+let db: ReturnType<typeof tempDb> | undefined;
+
+afterEach(async () => {
+  for (const s of spools) await s.close();
+  spools = [];
+  db?.cleanup();
+  db = undefined;
+});
+
+function open(options: Partial<SpoolOptions> = {}): Spool {
+  db ??= tempDb();
+  const spool = createSpool({ path: db.path, ...options });
+  spools.push(spool);
+  return spool;
+}
+
+function path(): string {
+  db ??= tempDb();
+  return db.path;
+}
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `node bin/spool.mjs ...args` from the project root and collects its output. */
+function cli(...args: string[]): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.SPOOL_CRASH_POINT;
+    const child = spawn(process.execPath, ['bin/spool.mjs', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: CLI_TIMEOUT_MS });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Parses stdout, which must be one JSON document and nothing else. */
+function json(run: CliRun): unknown {
+  expect(run.code, run.stderr).toBe(0);
+  return JSON.parse(run.stdout);
+}
+
+function overridesRow(): { overrides: string; version: number } | undefined {
+  const other = new Database(path(), { readonly: true });
+  try {
+    return other.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1').get() as { overrides: string; version: number } | undefined;
+  } finally {
+    other.close();
+  }
+}
+
+describe('spool settings (CLI)', { timeout: 60_000 }, () => {
+  it('get prints the effective settings as pure JSON; --config adds the file layer; --explain shows layers', async () => {
+    const spool = open();
+    await spool.settings.update({ processor: { batchSize: 10 } });
+    const config = join(db!.dir, 'spool.config.json');
+    writeFileSync(config, JSON.stringify({ executor: { concurrency: 3 }, processor: { batchSize: 50 } }));
+
+    const [plain, explained] = await Promise.all([
+      cli('settings', 'get', '--db', path()),
+      cli('settings', 'get', '--db', path(), '--config', config, '--explain'),
+    ]);
+
+    // Without --config: the defaults plus the stored overrides.
+    expect(json(plain)).toEqual({ ...DEFAULT_SETTINGS, processor: { ...DEFAULT_SETTINGS.processor, batchSize: 10 } });
+    const layers = json(explained) as { path: string[]; value: unknown; layer: string }[];
+    const layerOf = (p: string[]) => layers.find((e) => e.path.join('/') === p.join('/'));
+    expect(layerOf(['processor', 'batchSize'])).toEqual({ path: ['processor', 'batchSize'], value: 10, layer: 'override' });
+    expect(layerOf(['executor', 'concurrency'])).toMatchObject({ value: 3, layer: 'config' });
+    expect(layerOf(['processor', 'pollIntervalMs'])).toMatchObject({ value: 1000, layer: 'default' });
+  });
+
+  it('update validates, persists and prints the result; reset drops overrides under a path, or all', async () => {
+    open().settings.get();
+
+    const updated = await cli('settings', 'update', '--db', path(), '{"executor":{"concurrency":6},"queues":{"email.send":{"executor":{"concurrency":2},"paused":true}}}');
+    expect(json(updated)).toMatchObject({ executor: { concurrency: 6 }, queues: { 'email.send': { executor: { concurrency: 2 }, paused: true } } });
+    expect(updated.stderr).toContain('settings changed');
+    // A fresh spool on the file sees the stored overrides.
+    expect(open().settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 }, paused: true });
+
+    const partly = json(await cli('settings', 'reset', '--db', path(), '--path', '["queues","email.send"]')) as typeof DEFAULT_SETTINGS;
+    expect(partly.queues).toEqual({});
+    expect(partly.executor.concurrency).toBe(6);
+
+    expect(json(await cli('settings', 'reset', '--db', path()))).toEqual(DEFAULT_SETTINGS);
+    expect(open().settings.get()).toEqual(DEFAULT_SETTINGS);
+  });
+
+  it('an invalid patch exits non-zero with the coded message, prints nothing on stdout and changes nothing', async () => {
+    await open().settings.update({ queues: { email: { executor: { concurrency: 2 } } } });
+    const before = overridesRow();
+
+    const run = await cli('settings', 'update', '--db', path(), '{"queues":{"email":{"executor":{"concurrency":-1}}}}');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^INVALID_SETTINGS: .*queues\.email\.executor\.concurrency/);
+    expect(overridesRow()).toEqual(before);
+  });
+});
+
+/** The same command line run in this process (fast), for the cases that need no separate process. */
+async function cliHere(...args: string[]): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+describe('spool command line parsing and errors (in process)', () => {
+  it('rejects invalid patches and paths with INVALID_SETTINGS, exit 1, and changes nothing', async () => {
+    await open().settings.update({ queues: { email: { executor: { concurrency: 2 } } } });
+    const before = overridesRow();
+    const cases: [string[], string][] = [
+      [['settings', 'update', '--db', path(), '{"queues":{"email":{"executor":{"concurrency":"many"}}}}'], 'queues.email.executor.concurrency'],
+      [['settings', 'update', '--db', path(), '{"executor":{"concurrency":2},"workers":8}'], '"workers"'],
+      [['settings', 'update', '--db', path(), '{"queues":{"email":'], 'not valid JSON'],
+      [['settings', 'update', '--db', path(), '[1]'], 'patch object'],
+      [['settings', 'reset', '--db', path(), '--path', 'queues.email'], '--path'],
+      [['settings', 'reset', '--db', path(), '--path', '{"queues":"email"}'], '--path'],
+    ];
+    for (const [args, reason] of cases) {
+      const run = await cliHere(...args);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^INVALID_SETTINGS: /);
+      expect(run.stderr).toContain(reason);
+    }
+    expect(overridesRow()).toEqual(before);
+  });
+
+  it('usage errors exit 2 with INVALID_ARGUMENT; --help prints the usage on stdout; a missing file is not created', async () => {
+    const help = await cliHere('--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('spool settings update --db <file>');
+    for (const args of [
+      [],
+      ['settings', 'get'],
+      ['settings', 'frob', '--db', path()],
+      ['frob', '--db', path()],
+      ['stats', '--db', path(), '--explain'],
+      ['settings', 'get', '--db', path(), '--verbose'],
+      ['settings', 'update', '--db', path()],
+      ['settings', 'get', '--db', path(), 'extra'],
+    ]) {
+      const run = await cliHere(...args);
+      if (args.length === 0) {
+        // No command at all shows the help.
+        expect(run.code).toBe(0);
+        continue;
+      }
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/^INVALID_ARGUMENT: /);
+    }
+    const missing = join(db!.dir, 'nope.db');
+    const absent = await cliHere('settings', 'get', '--db', missing);
+    expect(absent.code).toBe(1);
+    expect(absent.stderr).toContain('no spool database');
+    expect(existsSync(missing)).toBe(false);
+  });
+});
+
+describe('spool stats (CLI) and a running spool', { timeout: 60_000 }, () => {
+  it('stats prints counts as JSON while this process owns and runs the spool', async () => {
+    const spool = open();
+    await spool.settings.update({ executor: { concurrency: 1 } });
+    const baton = createBaton();
+    spool.register('work', () => baton.enter());
+    await spool.sendBatch('work', [1, 2, 3]);
+    await spool.start();
+    await baton.arrived(1);
+
+    const stats = json(await cli('stats', '--db', path())) as Awaited<ReturnType<Spool['stats']>>;
+    expect(stats.accepting).toBe(true);
+    expect(stats.queues).toEqual({ work: { pending: 2, activating: 0, processing: 1, dead: 0, done: 0 } });
+    // Limits as the file's overrides give them; `active` is the CLI process's own (none).
+    expect(stats.pools).toEqual({ default: { concurrency: 1, active: 0 }, byQueue: {} });
+
+    const done = reached(spool.events$, 'done', 3);
+    baton.openForever();
+    await done;
+  });
+
+  it('a change made through the CLI in another process reaches the pools of the running spool', async () => {
+    const spool = open({ config: { executor: { concurrency: 2 }, processor: { pollIntervalMs: 100 } } });
+    const baton = createBaton();
+    spool.register('work', () => baton.enter());
+    await spool.sendBatch('work', Array.from({ length: 8 }, (_, i) => i));
+    await spool.start();
+    await baton.arrived(2);
+
+    const external = nextEvent<SettingsChangedEvent>(spool.events$, (e) => e.type === 'settings.changed' && e.source === 'external', {
+      timeoutMs: CLI_TIMEOUT_MS,
+    });
+    const run = await cli('settings', 'update', '--db', path(), '{"executor":{"concurrency":5}}');
+    expect(run.code, run.stderr).toBe(0);
+
+    const event = await external;
+    expect(event.settings.executor.concurrency).toBe(5);
+    expect(event.version).toBe(overridesRow()!.version);
+    // The poll pushed it to the pools: three more start with nothing having finished.
+    await baton.arrived(5);
+    expect(baton.inside).toBe(5);
+    expect((await spool.stats()).pools.default).toEqual({ concurrency: 5, active: 5 });
+    expect(spool.supervisor.getSnapshot().context.pools['*']).toEqual({ concurrency: 5, active: 5 });
+
+    // Nothing has finished yet (all held), so no done event can be missed by subscribing now.
+    const allDone = reached(spool.events$, 'done', 8);
+    baton.openForever();
+    await allDone;
+    expect(baton.max).toBe(5);
+  });
+});

@@ -1,0 +1,143 @@
+/** The inspect option: every in-flight message is a live actor, and only in-flight ones are. */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnyActorRef, InspectionEvent } from 'xstate';
+import { createSpool, type Spool } from '../../src/index.js';
+import { reached } from '../helpers/events.js';
+import { createBaton } from '../helpers/gate.js';
+import { tempDb } from '../helpers/temp-db.js';
+
+let spool: Spool | undefined;
+let db: ReturnType<typeof tempDb> | undefined;
+
+afterEach(async () => {
+  await spool?.close();
+  spool = undefined;
+  db?.cleanup();
+  db = undefined;
+});
+
+/** Tracks live actors from inspection events: born at '@xstate.actor', gone at a done/stopped snapshot. */
+function createTracker() {
+  const live = new Set<string>();
+  const started: string[] = [];
+  const ended = new Map<string, string>();
+  let maxLive = 0;
+  let supervisorSeen = false;
+  /** Actors born while one of the same id was still live (asserted by the test, not in here). */
+  const duplicates: string[] = [];
+  const inspect = (event: InspectionEvent) => {
+    // Every actor here is a full ActorRef; the inspection type only promises ActorRefLike.
+    const id = (event.actorRef as AnyActorRef).id;
+    if (id === 'supervisor') {
+      supervisorSeen = true;
+      return;
+    }
+    if (event.type === '@xstate.actor') {
+      if (live.has(id)) duplicates.push(id);
+      live.add(id);
+      started.push(id);
+      maxLive = Math.max(maxLive, live.size);
+    } else if (event.type === '@xstate.snapshot') {
+      const { status } = event.snapshot as { status: string };
+      if ((status === 'done' || status === 'stopped') && live.delete(id)) ended.set(id, status);
+    }
+  };
+  return {
+    inspect,
+    live,
+    started,
+    ended,
+    duplicates,
+    get maxLive() {
+      return maxLive;
+    },
+    get supervisorSeen() {
+      return supervisorSeen;
+    },
+  };
+}
+
+describe('inspection observer', () => {
+  it('sees each in-flight actor start and stop, never more live than the sum of the concurrencies', async () => {
+    db = tempDb();
+    const tracker = createTracker();
+    spool = createSpool({
+      path: db.path,
+      inspect: tracker.inspect,
+      config: {
+        executor: { concurrency: 3 },
+        queues: { video: { executor: { concurrency: 2 } }, fail: { maxAttempts: 1 } },
+      },
+    });
+    const shared = createBaton();
+    const video = createBaton();
+    spool.register('email', () => shared.enter());
+    spool.register('sms', () => shared.enter());
+    spool.register('video', () => video.enter());
+    spool.register('fail', () => {
+      throw new Error('boom');
+    });
+
+    const ids = [
+      ...(await spool.sendBatch('email', Array.from({ length: 8 }, (_, i) => i))),
+      ...(await spool.sendBatch('sms', Array.from({ length: 6 }, (_, i) => i))),
+      ...(await spool.sendBatch('video', Array.from({ length: 7 }, (_, i) => i))),
+    ];
+    // Failing messages share the default pool; a higher priority lets them through before it fills.
+    const failIds = await spool.sendBatch('fail', [1, 2, 3], { priority: 10 });
+    // Pending rows rest on disk: no message actor exists before start().
+    expect(tracker.started).toEqual([]);
+
+    const allDone = reached(spool.events$, 'done', ids.length);
+    const allDead = reached(spool.events$, 'dead', failIds.length);
+    await spool.start();
+    expect(tracker.supervisorSeen).toBe(true);
+
+    // Both pools full: exactly 3 + 2 actors are live, one per in-flight message.
+    await Promise.all([shared.arrived(3), video.arrived(2), allDead]);
+    expect(tracker.live.size).toBe(5);
+    const inflight = (await spool.stats()).queues;
+    const processingCount = Object.values(inflight).reduce((n, q) => n + q.processing + q.activating, 0);
+    expect(processingCount).toBe(5);
+    for (const id of tracker.live) expect((await spool.get(id))?.state).toBe('processing');
+
+    shared.openForever();
+    video.openForever();
+    await allDone;
+
+    expect(tracker.maxLive).toBeLessThanOrEqual(5);
+    expect(tracker.maxLive).toBe(5);
+    expect(tracker.live.size).toBe(0);
+    expect(tracker.duplicates).toEqual([]);
+    // One actor per delivery: every message started once and ended once.
+    expect([...tracker.started].sort()).toEqual([...ids, ...failIds].sort());
+    for (const id of ids) expect(tracker.ended.get(id)).toBe('done');
+    // A failed attempt's actor is stopped once its dead letter is committed.
+    for (const id of failIds) expect(tracker.ended.get(id)).toBe('stopped');
+  });
+
+  it('an actor abandoned at stop() is stopped; the redelivery after start() gets a new one', async () => {
+    db = tempDb();
+    const tracker = createTracker();
+    spool = createSpool({ path: db.path, inspect: tracker.inspect });
+    spool.register('email', (message, { signal }) =>
+      message.deliveries === 1 ? new Promise((resolve) => signal.addEventListener('abort', resolve)) : undefined,
+    );
+    await spool.start();
+    const processing = reached(spool.events$, 'processing', 1);
+    const id = await spool.send('email', 1);
+    await processing;
+    expect([...tracker.live]).toEqual([id]);
+    await spool.stop({ timeoutMs: 10 });
+    expect(tracker.live.size).toBe(0);
+    expect(tracker.ended.get(id)).toBe('stopped');
+
+    const done = reached(spool.events$, 'done', 1);
+    await spool.start();
+    await done;
+    expect(tracker.started).toEqual([id, id]);
+    expect(tracker.duplicates).toEqual([]);
+    expect(tracker.ended.get(id)).toBe('done');
+    expect(tracker.live.size).toBe(0);
+  });
+});

@@ -1,0 +1,100 @@
+/** A queue without a consumer: NO_CONSUMER, then dead (default) or deleted (noConsumer 'delete'). */
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSpool, type MessageErrorEvent, type MessageStateEvent, type Spool, type SpoolEvent } from '../../src/index.js';
+import { nextEvent, reached } from '../helpers/events.js';
+import { tempDb } from '../helpers/temp-db.js';
+
+let spool: Spool | undefined;
+let db: ReturnType<typeof tempDb> | undefined;
+
+afterEach(async () => {
+  await spool?.close();
+  spool = undefined;
+  db?.cleanup();
+  db = undefined;
+});
+
+function setup(config?: Record<string, unknown>) {
+  db = tempDb();
+  spool = createSpool({ path: db.path, ...(config ? { config } : {}) });
+  return { spool, path: db.path };
+}
+
+function record(spool: Spool) {
+  const events: SpoolEvent[] = [];
+  spool.events$.subscribe((e) => events.push(e));
+  return events;
+}
+
+describe('no consumer', () => {
+  it('sending to a queue without a consumer is not an error', async () => {
+    const { spool } = setup();
+    spool.register('email', () => {});
+    await spool.start();
+    const id = await spool.send('nobody-home', { x: 1 });
+    expect(typeof id).toBe('string');
+  });
+
+  it('by default emits NO_CONSUMER and keeps the message as a dead letter', async () => {
+    const { spool, path } = setup();
+    spool.register('email', () => {});
+    const events = record(spool);
+    await spool.start();
+    const dead = reached(spool.events$, 'dead', 1);
+    const id = await spool.send('nobody-home', { x: 1 });
+    await dead;
+
+    const error = events.find((e): e is MessageErrorEvent => e.type === 'message.error');
+    expect(error).toMatchObject({ type: 'message.error', id, queue: 'nobody-home', code: 'NO_CONSUMER' });
+    expect(error!.message).toContain('nobody-home');
+    const states = events.filter((e): e is MessageStateEvent => e.type === 'message.state' && e.id === id).map((e) => e.to);
+    expect(states).toEqual(['pending', 'dead']);
+    // The error is announced before the transition it explains.
+    expect(events.indexOf(error!)).toBeLessThan(events.findIndex((e) => e.type === 'message.state' && e.to === 'dead'));
+
+    const info = await spool.get(id);
+    expect(info).toMatchObject({ id, state: 'dead', payload: { x: 1 }, lastError: { code: 'NO_CONSUMER' } });
+    expect(await spool.dead('nobody-home')).toHaveLength(1);
+    const other = new Database(path, { readonly: true });
+    try {
+      expect(other.prepare("SELECT state, json_extract(snapshot, '$.value') AS value FROM messages WHERE id = ?").get(id)).toEqual({
+        state: 'dead',
+        value: 'dead',
+      });
+    } finally {
+      other.close();
+    }
+  });
+
+  it("with noConsumer 'delete' emits NO_CONSUMER and deletes the message", async () => {
+    const { spool, path } = setup({ noConsumer: 'delete' });
+    const events = record(spool);
+    const id = await spool.send('nobody-home', { x: 1 });
+    const gone = reached(spool.events$, 'done', 1);
+    await spool.start();
+    await gone;
+
+    expect(events.find((e) => e.type === 'message.error')).toMatchObject({ id, queue: 'nobody-home', code: 'NO_CONSUMER' });
+    expect(await spool.get(id)).toBeUndefined();
+    expect(await spool.dead()).toEqual([]);
+    const other = new Database(path, { readonly: true });
+    try {
+      expect(other.prepare('SELECT COUNT(*) AS n FROM messages').get()).toEqual({ n: 0 });
+    } finally {
+      other.close();
+    }
+  });
+
+  it('a consumer registered before start() is used; only consumerless queues go dead', async () => {
+    const { spool } = setup();
+    spool.register('email', () => {});
+    const done = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.queue === 'email' && e.to === 'done');
+    const dead = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.queue === 'sms' && e.to === 'dead');
+    await spool.send('email', 1);
+    await spool.send('sms', 1);
+    await spool.start();
+    await Promise.all([done, dead]);
+    expect((await spool.stats()).queues).toEqual({ sms: { pending: 0, activating: 0, processing: 0, dead: 1, done: 0 } });
+  });
+});

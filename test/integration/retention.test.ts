@@ -1,0 +1,217 @@
+/**
+ * Retention and purge: done rows kept as history for retention.doneMs, dead letters swept after
+ * retention.deadMs, a 100k-row sweep that never stalls the processor (the longest claim pause is
+ * measured and printed), and a file that shrinks after a large purge.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSpool, NonRetryableError, type Spool, type SweepEvent } from '../../src/index.js';
+import { nextEvent, reached } from '../helpers/events.js';
+import { tempDb } from '../helpers/temp-db.js';
+import { createTestClock } from '../helpers/test-clock.js';
+
+let spool: Spool | undefined;
+let db: ReturnType<typeof tempDb> | undefined;
+
+afterEach(async () => {
+  await spool?.close();
+  spool = undefined;
+  db?.cleanup();
+  db = undefined;
+});
+
+function setup(config: Record<string, unknown>) {
+  db = tempDb();
+  const clock = createTestClock();
+  spool = createSpool({ path: db.path, clock, config });
+  return { spool, clock, path: db.path };
+}
+
+/** The database file plus its WAL, bytes. */
+function onDisk(path: string) {
+  const size = (p: string) => (existsSync(p) ? statSync(p).size : 0);
+  return { db: size(path), wal: size(`${path}-wal`), total: size(path) + size(`${path}-wal`) };
+}
+
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+/** Sends `count` payloads of about `bytes` each, in batches. */
+async function fill(spool: Spool, queue: string, count: number, bytes: number) {
+  const pad = 'x'.repeat(bytes);
+  const chunk = 5000;
+  for (let i = 0; i < count; i += chunk) {
+    const n = Math.min(chunk, count - i);
+    await spool.sendBatch(queue, Array.from({ length: n }, (_, j) => ({ n: i + j, pad })));
+  }
+}
+
+describe('retention of done rows', () => {
+  it('deletes done rows at once by default (doneMs 0)', async () => {
+    const { spool } = setup({});
+    spool.register('jobs', () => undefined);
+    await spool.start();
+    const done = reached(spool.events$, 'done', 1);
+    const id = await spool.send('jobs', {});
+    await done;
+    expect(await spool.get(id)).toBeUndefined();
+    expect((await spool.stats()).queues.jobs).toMatchObject({ done: 0 });
+  });
+
+  it('keeps done rows for doneMs (get shows done, stats counts them) until a sweep after the clock passes', async () => {
+    const { spool, clock } = setup({ retention: { doneMs: 60_000 }, maintenance: { intervalMs: 1_000_000 } });
+    spool.register('jobs', () => undefined);
+    await spool.start();
+    const done = reached(spool.events$, 'done', 2);
+    const [a, b] = await spool.sendBatch('jobs', [{ n: 1 }, { n: 2 }]);
+    await done;
+    const finishedAt = clock.now();
+    expect(await spool.get(a!)).toMatchObject({ state: 'done', payload: { n: 1 }, attempt: 1, finishedAt });
+    expect((await spool.stats()).queues.jobs).toMatchObject({ done: 2, pending: 0 });
+
+    expect((await spool.sweep()).deleted).toBe(0);
+    clock.advance(60_000);
+    // Exactly doneMs old is still kept: history expires once the clock has passed it.
+    expect((await spool.sweep()).deleted).toBe(0);
+    expect(await spool.get(b!)).toMatchObject({ state: 'done' });
+    clock.advance(1);
+    expect(await spool.sweep()).toMatchObject({ deleted: 2 });
+    expect(await spool.get(a!)).toBeUndefined();
+    expect((await spool.stats()).queues.jobs).toMatchObject({ done: 0 });
+  });
+
+  it('sweeps on its own every maintenance.intervalMs and announces maintenance.swept', async () => {
+    const { spool, clock } = setup({ retention: { doneMs: 1000 }, maintenance: { intervalMs: 5000 } });
+    spool.register('jobs', () => undefined);
+    await spool.start();
+    const done = reached(spool.events$, 'done', 1);
+    const id = await spool.send('jobs', {});
+    await done;
+    const swept = nextEvent<SweepEvent>(spool.events$, (e) => e.type === 'maintenance.swept');
+    clock.advance(5000);
+    expect(await swept).toMatchObject({ type: 'maintenance.swept', deleted: 1 });
+    expect(await spool.get(id)).toBeUndefined();
+  });
+});
+
+describe('retention of dead letters', () => {
+  it('keeps dead letters by default (deadMs null)', async () => {
+    const { spool, clock } = setup({});
+    spool.register('jobs', () => {
+      throw new NonRetryableError('no');
+    });
+    await spool.start();
+    const dead = reached(spool.events$, 'dead', 1);
+    const id = await spool.send('jobs', {});
+    await dead;
+    clock.advance(365 * 86_400_000);
+    await spool.sweep();
+    expect(await spool.get(id)).toMatchObject({ state: 'dead' });
+  });
+
+  it('purges dead letters older than deadMs and keeps newer ones', async () => {
+    const { spool, clock } = setup({ retention: { deadMs: 10_000 }, maintenance: { intervalMs: 1_000_000 } });
+    spool.register('jobs', () => {
+      throw new NonRetryableError('no');
+    });
+    await spool.start();
+    let dead = reached(spool.events$, 'dead', 1);
+    const old = await spool.send('jobs', { n: 'old' });
+    await dead;
+    clock.advance(5000);
+    dead = reached(spool.events$, 'dead', 1);
+    const young = await spool.send('jobs', { n: 'young' });
+    await dead;
+
+    clock.advance(5001);
+    expect(await spool.sweep()).toMatchObject({ deleted: 1 });
+    expect(await spool.get(old)).toBeUndefined();
+    expect((await spool.dead('jobs')).map((m) => m.id)).toEqual([young]);
+    clock.advance(5000);
+    expect(await spool.sweep()).toMatchObject({ deleted: 1 });
+    expect(await spool.dead('jobs')).toEqual([]);
+  });
+});
+
+describe('large sweeps', () => {
+  it('sweeps 100k dead letters in small batches while the processor keeps claiming', async () => {
+    const ROWS = 100_000;
+    const { spool, clock } = setup({
+      executor: { concurrency: 1 },
+      processor: { batchSize: 5000 },
+      // No consumer for "orphan": each row goes dead at claim, 5000 per claim, without a slot.
+      queues: { orphan: { executor: { concurrency: 5000 } } },
+      retention: { deadMs: 1000 },
+      maintenance: { intervalMs: 2_000_000_000 },
+    });
+    let streaming = true;
+    const starts: number[] = [];
+    // A steady stream: every handler sends the next message, so a stall shows as a gap in starts.
+    spool.register('work', () => {
+      starts.push(performance.now());
+      if (streaming) void spool.send('work', {}).catch(() => {});
+    });
+    await fill(spool, 'orphan', ROWS, 100);
+    const allDead = reached(spool.events$, 'dead', ROWS, 'orphan', 60_000);
+    await spool.start();
+    await allDead;
+    expect((await spool.stats()).queues.orphan).toMatchObject({ dead: ROWS, pending: 0 });
+    clock.advance(1001);
+
+    // Warm the stream up, and take its usual longest gap without a sweep as the baseline.
+    await spool.send('work', {});
+    const warm = nextEvent(spool.events$, () => starts.length >= 600, { timeoutMs: 20_000 });
+    await warm;
+    const baseline = longestGap(starts.slice(-500));
+
+    const swept = nextEvent<SweepEvent>(spool.events$, (e) => e.type === 'maintenance.swept', { timeoutMs: 30_000 });
+    const t0 = performance.now();
+    const result = await spool.sweep();
+    const t1 = performance.now();
+    streaming = false;
+    const event = await swept;
+
+    const during = starts.filter((t) => t > t0 && t < t1);
+    const pause = longestGap([t0, ...during, t1]);
+    console.log(
+      `[retention] sweep of ${result.deleted} rows + ${result.freedPages} freed pages took ${(t1 - t0).toFixed(0)} ms; ` +
+        `handler starts during it: ${during.length}; longest claim pause: ${pause.toFixed(1)} ms ` +
+        `(stream baseline ${baseline.toFixed(1)} ms); longest sweep batch (maintenance.swept): ${event.longestBatchMs} ms`,
+    );
+
+    expect(result.deleted).toBe(ROWS);
+    expect(event).toMatchObject({ deleted: ROWS, longestBatchMs: result.longestBatchMs });
+    expect(result.freedPages).toBeGreaterThan(0);
+    expect((await spool.stats()).queues.orphan).toMatchObject({ dead: 0 });
+    // Batched, not one long transaction: the processor kept claiming all through the sweep
+    // (100k rows are 200 batches of 500, each followed by a yield).
+    expect(during.length).toBeGreaterThanOrEqual(50);
+  });
+
+  it('shrinks the file after a large purge and a sweep', async () => {
+    const ROWS = 100_000;
+    const { spool, path } = setup({ maintenance: { intervalMs: 2_000_000_000 } });
+    await fill(spool, 'bulk', ROWS, 500);
+    const full = onDisk(path);
+    expect(await spool.purge('bulk', { state: 'pending' })).toBe(ROWS);
+    const purged = onDisk(path);
+    const result = await spool.sweep();
+    const after = onDisk(path);
+    console.log(
+      `[retention] ${ROWS} rows of ~500 B: db ${mb(full.db)} + wal ${mb(full.wal)}; after purge ${mb(purged.db)} + ${mb(purged.wal)}; ` +
+        `after sweep ${mb(after.db)} + ${mb(after.wal)} (${result.freedPages} pages freed, longest step ${result.longestBatchMs} ms)`,
+    );
+    expect(full.db).toBeGreaterThan(40 * 1024 * 1024);
+    expect(result.freedPages).toBeGreaterThan(0);
+    // The sweep ends with a TRUNCATE checkpoint, so the WAL is emptied too.
+    expect(after.wal).toBe(0);
+    expect(after.total).toBeLessThan(full.total / 10);
+    expect(await spool.stats()).toMatchObject({ queues: { bulk: { pending: 0 } } });
+  });
+});
+
+/** The longest interval between consecutive times, ms. */
+function longestGap(times: number[]): number {
+  let longest = 0;
+  for (let i = 1; i < times.length; i++) longest = Math.max(longest, times[i]! - times[i - 1]!);
+  return longest;
+}

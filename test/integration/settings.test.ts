@@ -1,0 +1,557 @@
+/**
+ * Live settings on real files: the layers (defaults ← config file ← stored overrides), validation,
+ * persistence across restarts, and the live effect on pools, pausing and admission.
+ */
+import Database from 'better-sqlite3';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createSpool,
+  DEFAULT_SETTINGS,
+  SpoolError,
+  type HandlerContext,
+  type Message,
+  type SettingsChangedEvent,
+  type Settings,
+  type Spool,
+  type SpoolEvent,
+  type SpoolOptions,
+} from '../../src/index.js';
+import { nextEvent, reached } from '../helpers/events.js';
+import { createBaton, createGate } from '../helpers/gate.js';
+import { tempDb } from '../helpers/temp-db.js';
+import { createTestClock } from '../helpers/test-clock.js';
+
+/** A poll this long cannot be what makes a change take effect within a test. */
+const NO_POLL = { processor: { pollIntervalMs: 3_600_000 } };
+
+let spools: Spool[] = [];
+let db: ReturnType<typeof tempDb> | undefined;
+
+afterEach(async () => {
+  for (const s of spools) await s.close();
+  spools = [];
+  db?.cleanup();
+  db = undefined;
+});
+
+/** A spool on this test's file (created on first call); every one is closed after the test. */
+function open(options: Partial<SpoolOptions> = {}): Spool {
+  db ??= tempDb();
+  const spool = createSpool({ path: db.path, ...options });
+  spools.push(spool);
+  return spool;
+}
+
+/** Writes the config file of this test and returns its path. */
+function writeConfig(config: Record<string, unknown>): string {
+  db ??= tempDb();
+  const file = join(db.dir, 'spool.config.json');
+  writeFileSync(file, JSON.stringify(config));
+  return file;
+}
+
+/** The stored overrides row, read through a second connection. */
+function overridesRow(): { overrides: string; version: number } | undefined {
+  const other = new Database(db!.path, { readonly: true });
+  try {
+    return other.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1').get() as { overrides: string; version: number } | undefined;
+  } finally {
+    other.close();
+  }
+}
+
+/** Every settings.changed event from now on. */
+function collectChanges(spool: Spool): SettingsChangedEvent[] {
+  const seen: SettingsChangedEvent[] = [];
+  spool.events$.subscribe((e) => {
+    if (e.type === 'settings.changed') seen.push(e);
+  });
+  return seen;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(SpoolError);
+    return error as SpoolError;
+  }
+  throw new Error('expected a rejection');
+}
+
+/**
+ * Holds each handler on its own gate, so a test can finish chosen messages one at a time.
+ * Counts runs per id, the most inside at once, and aborted signals.
+ */
+function holdEach() {
+  const gates = new Map<string, ReturnType<typeof createGate>>();
+  const started: string[] = [];
+  const runs = new Map<string, number>();
+  const signals: AbortSignal[] = [];
+  let inside = 0;
+  let max = 0;
+  let all = false;
+  let waiters: { n: number; resolve: () => void }[] = [];
+  return {
+    async handler(message: Message, { signal }: HandlerContext) {
+      const gate = createGate();
+      gates.set(message.id, gate);
+      if (all) gate.open();
+      started.push(message.id);
+      runs.set(message.id, (runs.get(message.id) ?? 0) + 1);
+      signals.push(signal);
+      inside += 1;
+      max = Math.max(max, inside);
+      waiters = waiters.filter((w) => (started.length >= w.n ? (w.resolve(), false) : true));
+      try {
+        await gate.wait();
+      } finally {
+        inside -= 1;
+      }
+    },
+    /** Resolves once `n` handlers have started in total. */
+    arrived(n: number) {
+      return new Promise<void>((resolve) => (started.length >= n ? resolve() : waiters.push({ n, resolve })));
+    },
+    release(id: string) {
+      gates.get(id)!.open();
+    },
+    releaseAll() {
+      all = true;
+      for (const gate of gates.values()) gate.open();
+    },
+    /** Starts measuring `max` afresh from the current count. */
+    resetMax() {
+      max = inside;
+    },
+    started,
+    runs,
+    get inside() {
+      return inside;
+    },
+    get max() {
+      return max;
+    },
+    get aborted() {
+      return signals.filter((s) => s.aborted).length;
+    },
+  };
+}
+
+describe('live pool resizing', () => {
+  it('reaches and holds the limit before and after growing, and growing needs no poll', async () => {
+    const spool = open({ config: { executor: { concurrency: 2 }, ...NO_POLL } });
+    const baton = createBaton();
+    spool.register('work', () => baton.enter());
+    await spool.sendBatch('work', Array.from({ length: 12 }, (_, i) => i));
+    const allDone = reached(spool.events$, 'done', 12);
+    await spool.start();
+
+    await baton.arrived(2);
+    expect(baton.inside).toBe(2);
+    expect(spool.supervisor.getSnapshot().context.pools['*']).toEqual({ concurrency: 2, active: 2 });
+
+    // Nothing finishes and the poll is an hour away: only the resize itself can start more.
+    await spool.settings.update({ executor: { concurrency: 5 } });
+    await baton.arrived(5);
+    expect(baton.inside).toBe(5);
+    expect((await spool.stats()).pools.default).toEqual({ concurrency: 5, active: 5 });
+    expect((await spool.stats()).queues.work).toMatchObject({ pending: 7, processing: 5 });
+
+    // Each released wave refills the grown pool to its new limit, never beyond.
+    baton.release();
+    await baton.arrived(10);
+    expect(baton.inside).toBe(5);
+    baton.openForever();
+    await allDone;
+    expect(baton.max).toBe(5);
+    expect(baton.total).toBe(12);
+  });
+
+  it('shrinking lets running handlers finish and starts nothing until the pool is under the new limit', async () => {
+    const spool = open({ config: { executor: { concurrency: 4 }, ...NO_POLL } });
+    const held = holdEach();
+    spool.register('work', held.handler);
+    await spool.sendBatch('work', Array.from({ length: 8 }, (_, i) => i));
+    const allDone = reached(spool.events$, 'done', 8);
+    await spool.start();
+    await held.arrived(4);
+
+    await spool.settings.update({ executor: { concurrency: 1 } });
+    // Over the limit: the four keep running (none aborted), the pool just takes no more.
+    expect(spool.supervisor.getSnapshot().context.pools['*']).toEqual({ concurrency: 1, active: 4 });
+    expect(held.inside).toBe(4);
+    expect(held.aborted).toBe(0);
+
+    const [a, b, c, d] = held.started as [string, string, string, string];
+    const twoDone = reached(spool.events$, 'done', 2);
+    held.release(a);
+    held.release(b);
+    await twoDone;
+    // The claim that ran with those settles found no free slot: 2 active is still not under 1.
+    expect(held.started).toHaveLength(4);
+    expect((await spool.stats()).queues.work).toMatchObject({ pending: 4, processing: 2 });
+    expect((await spool.stats()).pools.default).toEqual({ concurrency: 1, active: 2 });
+
+    const thirdDone = reached(spool.events$, 'done', 1);
+    held.release(c);
+    await thirdDone;
+    expect(held.started).toHaveLength(4);
+    expect((await spool.stats()).pools.default).toEqual({ concurrency: 1, active: 1 });
+
+    // Under the limit at last: exactly one starts.
+    held.release(d);
+    await held.arrived(5);
+    expect(held.inside).toBe(1);
+    expect((await spool.stats()).queues.work).toMatchObject({ pending: 3, processing: 1 });
+
+    held.resetMax();
+    held.releaseAll();
+    await allDone;
+    expect(held.max).toBe(1);
+    expect(held.aborted).toBe(0);
+    expect([...held.runs.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('moves a queue to its own executor and back while handlers run, losing and repeating nothing', async () => {
+    const spool = open({ config: { executor: { concurrency: 2 }, ...NO_POLL } });
+    const held = holdEach();
+    spool.register('email', held.handler);
+    const ids = await spool.sendBatch('email', Array.from({ length: 10 }, (_, i) => i));
+    const done = reached(spool.events$, 'done', 10);
+    await spool.start();
+    await held.arrived(2);
+    const [first, second] = held.started as [string, string];
+
+    // Its own executor: the queue claims from a fresh pool; the two running count against '*'.
+    await spool.settings.update({ queues: { email: { executor: { concurrency: 3 } } } });
+    await held.arrived(5);
+    expect(spool.supervisor.getSnapshot().context.pools).toEqual({
+      '*': { concurrency: 2, active: 2 },
+      email: { concurrency: 3, active: 3 },
+    });
+
+    // Freeing the default pool gives the queue nothing: it claims from its own, which is full.
+    const twoDone = reached(spool.events$, 'done', 2);
+    held.release(first);
+    held.release(second);
+    await twoDone;
+    expect(held.started).toHaveLength(5);
+    expect((await spool.stats()).pools).toEqual({
+      default: { concurrency: 2, active: 0 },
+      byQueue: { email: { concurrency: 3, active: 3 } },
+    });
+
+    // Back to the default executor: the old pool lingers at 0 until its three handlers finish.
+    await spool.settings.update({ queues: { email: { executor: null } } });
+    await held.arrived(7);
+    expect(spool.supervisor.getSnapshot().context.pools).toEqual({
+      '*': { concurrency: 2, active: 2 },
+      email: { concurrency: 0, active: 3 },
+    });
+    expect(held.inside).toBe(5);
+
+    held.releaseAll();
+    const finished = (await done).map((e) => (e as { id: string }).id);
+    expect(new Set(finished)).toEqual(new Set(ids));
+    expect(held.started).toHaveLength(10);
+    expect([...held.runs.values()].every((n) => n === 1)).toBe(true);
+    expect(held.aborted).toBe(0);
+    expect((await spool.stats()).pools).toEqual({ default: { concurrency: 2, active: 0 }, byQueue: {} });
+    // Every row is done and deleted.
+    expect((await spool.stats()).queues).toEqual({});
+  });
+});
+
+describe('paused and accepting', () => {
+  it('a paused queue claims nothing, keeps accepting, and resumes at once when un-paused', async () => {
+    const spool = open({ config: { executor: { concurrency: 1 }, ...NO_POLL } });
+    const held = holdEach();
+    spool.register('email', held.handler);
+    spool.register('sms', () => {});
+    await spool.start();
+    await spool.sendBatch('email', [1, 2, 3, 4]);
+    await held.arrived(1);
+
+    await spool.settings.update({ queues: { email: { paused: true } } });
+    // The running one finishes; its freed slot is not used for the paused queue.
+    const firstDone = reached(spool.events$, 'done', 1, 'email');
+    held.release(held.started[0]!);
+    await firstDone;
+    // Paused, not closed: sends are stored; other queues run (their claims pass over email).
+    await spool.send('email', 5);
+    const smsDone = reached(spool.events$, 'done', 1, 'sms');
+    await spool.send('sms', 'x');
+    await smsDone;
+    expect(held.started).toHaveLength(1);
+    expect((await spool.stats()).queues.email).toMatchObject({ pending: 4, processing: 0 });
+
+    const rest = reached(spool.events$, 'done', 4, 'email');
+    await spool.settings.update({ queues: { email: { paused: false } } });
+    await held.arrived(2);
+    held.releaseAll();
+    await rest;
+    expect(held.max).toBe(1);
+  });
+
+  it('accepting false rejects send and sendBatch with NOT_ACCEPTING, stores nothing, and keeps processing', async () => {
+    const spool = open({ config: NO_POLL });
+    const baton = createBaton();
+    spool.register('email', () => baton.enter());
+    await spool.sendBatch('email', [1, 2]);
+    await spool.settings.update({ accepting: false });
+
+    expect((await rejection(spool.send('email', 3))).code).toBe('NOT_ACCEPTING');
+    expect((await rejection(spool.sendBatch('email', [4, 5]))).code).toBe('NOT_ACCEPTING');
+    expect((await rejection(spool.send('brand-new', 1))).code).toBe('NOT_ACCEPTING');
+    expect((await spool.stats()).accepting).toBe(false);
+    expect((await spool.stats()).queues).toEqual({ email: { pending: 2, activating: 0, processing: 0, dead: 0, done: 0 } });
+
+    // Drain mode: what is stored still runs.
+    const drained = reached(spool.events$, 'done', 2);
+    await spool.start();
+    baton.openForever();
+    await drained;
+
+    await spool.settings.update({ accepting: true });
+    const again = reached(spool.events$, 'done', 1);
+    await spool.send('email', 6);
+    await again;
+  });
+
+  it('a queue with accepting false rejects its sends only', async () => {
+    const spool = open({ config: NO_POLL });
+    await spool.settings.update({ queues: { 'email.send': { accepting: false } } });
+
+    const error = await rejection(spool.send('email.send', { to: 'a@b.c' }));
+    expect(error.code).toBe('NOT_ACCEPTING');
+    expect(error.message).toContain('email.send');
+    expect((await rejection(spool.sendBatch('email.send', [1, 2]))).code).toBe('NOT_ACCEPTING');
+    await spool.send('sms', 1);
+    expect((await spool.stats()).queues).toEqual({ sms: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 } });
+
+    await spool.settings.update({ queues: { 'email.send': { accepting: true } } });
+    await spool.send('email.send', 1);
+    expect((await spool.stats()).queues['email.send']?.pending).toBe(1);
+  });
+});
+
+describe('validation', () => {
+  const invalid: [string, unknown, string][] = [
+    ['a negative concurrency', { executor: { concurrency: -1 } }, 'executor.concurrency'],
+    ['zero concurrency', { queues: { email: { executor: { concurrency: 0 } } } }, 'queues.email.executor.concurrency'],
+    ['NaN', { executor: { concurrency: Number.NaN } }, 'executor.concurrency'],
+    ['a fraction', { processor: { batchSize: 1.5 } }, 'processor.batchSize'],
+    ['a string for a number', { processor: { pollIntervalMs: '100' } }, 'processor.pollIntervalMs'],
+    ['a number for a boolean', { accepting: 0 }, 'accepting'],
+    ['an unknown top-level key', { concurrency: 3 }, '"concurrency"'],
+    ['an unknown nested key', { executor: { size: 3 } }, 'executor'],
+    ['an unknown queue key', { queues: { email: { pause: true } } }, 'queues.email'],
+    ['a bad queue name', { queues: { 'bad name!': { paused: true } } }, 'queues.bad name!'],
+    ['an enum outside its values', { noConsumer: 'drop' }, 'noConsumer'],
+    ['null on a required key', { executor: null }, 'executor'],
+  ];
+
+  it.each(invalid)('rejects %s with INVALID_SETTINGS naming the path, and changes nothing', async (_, patch, path) => {
+    const spool = open({ config: { executor: { concurrency: 3 } } });
+    await spool.settings.update({ processor: { batchSize: 50 } });
+    const before = spool.settings.get();
+    const row = overridesRow();
+    const changes = collectChanges(spool);
+
+    const error = await rejection(spool.settings.update(patch));
+    expect(error.code).toBe('INVALID_SETTINGS');
+    expect(error.message).toContain(path);
+    expect(spool.settings.get()).toBe(before);
+    expect(overridesRow()).toEqual(row);
+    expect(changes).toEqual([]);
+  });
+
+  it('rejects a patch that is not an object, and a reset path that is not an array of strings', async () => {
+    const spool = open();
+    for (const patch of [null, [], 'accepting', 3]) {
+      expect((await rejection(spool.settings.update(patch))).code).toBe('INVALID_SETTINGS');
+    }
+    for (const path of ['queues', [1], ['queues', null]]) {
+      expect((await rejection(spool.settings.reset(path as string[]))).code).toBe('INVALID_SETTINGS');
+    }
+    expect(spool.settings.get()).toEqual(DEFAULT_SETTINGS);
+    expect(overridesRow()).toBeUndefined();
+  });
+});
+
+describe('layers and persistence', () => {
+  it('overrides survive a restart, and a reset returns to the config-file value', async () => {
+    const config = writeConfig({ executor: { concurrency: 3 }, queues: { 'email.send': { executor: { concurrency: 2 } } } });
+    const first = open({ config });
+    expect(first.settings.get().executor.concurrency).toBe(3);
+    await first.settings.update({ executor: { concurrency: 7 }, queues: { 'email.send': { paused: true } } });
+    await first.close();
+
+    const second = open({ config });
+    expect(second.settings.get().executor.concurrency).toBe(7);
+    expect(second.settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 }, paused: true });
+    await second.start();
+    expect(second.supervisor.getSnapshot().context.pools['*']).toEqual({ concurrency: 7, active: 0 });
+
+    // Only the executor override goes; the dotted queue name's override stays.
+    await second.settings.reset(['executor']);
+    expect(second.settings.get().executor.concurrency).toBe(3);
+    expect(second.supervisor.getSnapshot().context.pools['*']).toEqual({ concurrency: 3, active: 0 });
+    expect(second.settings.get().queues['email.send']?.paused).toBe(true);
+    await second.settings.reset(['queues', 'email.send']);
+    expect(second.settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 } });
+    await second.close();
+
+    const third = open({ config });
+    expect(third.settings.get().executor.concurrency).toBe(3);
+    expect(third.settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 } });
+  });
+
+  it('update with null removes a queue executor the config file defines, until reset', async () => {
+    const config = writeConfig({ queues: { email: { executor: { concurrency: 2 } } } });
+    const spool = open({ config });
+    await spool.start();
+    expect((await spool.stats()).pools.byQueue).toEqual({ email: { concurrency: 2, active: 0 } });
+
+    await spool.settings.update({ queues: { email: { executor: null } } });
+    expect(spool.settings.get().queues.email).toEqual({});
+    expect((await spool.stats()).pools.byQueue).toEqual({});
+    await spool.close();
+
+    const again = open({ config });
+    expect(again.settings.get().queues.email?.executor).toBeUndefined();
+    await again.settings.reset(['queues', 'email', 'executor']);
+    expect(again.settings.get().queues.email?.executor).toEqual({ concurrency: 2 });
+  });
+
+  it('a config file changed between restarts changes the defaults, and overrides still win', async () => {
+    const config = writeConfig({ executor: { concurrency: 3 }, processor: { batchSize: 50 } });
+    const first = open({ config });
+    await first.settings.update({ executor: { concurrency: 6 } });
+    await first.close();
+
+    writeConfig({ executor: { concurrency: 2 }, processor: { batchSize: 20 }, noConsumer: 'delete' });
+    const second = open({ config });
+    const s = second.settings.get();
+    expect(s.executor.concurrency).toBe(6);
+    expect(s.processor.batchSize).toBe(20);
+    expect(s.noConsumer).toBe('delete');
+    const layerOf = (path: string[]) => second.settings.explain().find((e) => e.path.join('/') === path.join('/'))?.layer;
+    expect(layerOf(['executor', 'concurrency'])).toBe('override');
+    expect(layerOf(['processor', 'batchSize'])).toBe('config');
+    expect(layerOf(['processor', 'pollIntervalMs'])).toBe('default');
+  });
+
+  it('explain() gives every effective leaf with its value and the layer that set it', async () => {
+    const spool = open({ config: { executor: { concurrency: 3 }, queues: { 'email.send': { executor: { concurrency: 2 } } } } });
+    await spool.settings.update({ processor: { batchSize: 10 }, queues: { 'email.send': { paused: true } } });
+
+    const explained = spool.settings.explain();
+    const byPath = new Map(explained.map((e) => [JSON.stringify(e.path), e]));
+    expect(byPath.get('["executor","concurrency"]')).toEqual({ path: ['executor', 'concurrency'], value: 3, layer: 'config' });
+    expect(byPath.get('["processor","batchSize"]')).toMatchObject({ value: 10, layer: 'override' });
+    expect(byPath.get('["processor","pollIntervalMs"]')).toMatchObject({ value: 1000, layer: 'default' });
+    expect(byPath.get('["queues","email.send","executor","concurrency"]')).toMatchObject({ value: 2, layer: 'config' });
+    expect(byPath.get('["queues","email.send","paused"]')).toMatchObject({ value: true, layer: 'override' });
+    expect(byPath.get('["accepting"]')).toMatchObject({ value: true, layer: 'default' });
+    // Every leaf's value is the effective one.
+    const get = (path: string[]) => path.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], spool.settings.get());
+    for (const e of explained) expect(get(e.path)).toEqual(e.value);
+  });
+
+  it('a hand-edited invalid overrides row is reported as an error event, ignored, and boot succeeds', async () => {
+    const config = writeConfig({ executor: { concurrency: 3 } });
+    const first = open({ config });
+    await first.settings.update({ executor: { concurrency: 9 } });
+    await first.close();
+
+    for (const garbage of ['{"executor": {"concurrency": 9', '{"executor":{"concurrency":-3}}', '[1,2]']) {
+      const other = new Database(db!.path);
+      other.prepare('UPDATE settings_overrides SET overrides = ?, version = version + 1 WHERE id = 1').run(garbage);
+      other.close();
+
+      const spool = open({ config });
+      const errors: SpoolEvent[] = [];
+      spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
+      spool.register('work', () => {});
+      await spool.start();
+      expect(errors).toEqual([expect.objectContaining({ type: 'error', code: 'INVALID_SETTINGS' })]);
+      expect(spool.settings.get().executor.concurrency).toBe(3);
+      expect(spool.supervisor.getSnapshot().context.pools['*']?.concurrency).toBe(3);
+      const done = reached(spool.events$, 'done', 1);
+      await spool.send('work', 1);
+      await done;
+      await spool.close();
+    }
+
+    // A valid update replaces the unreadable row.
+    const last = open({ config });
+    await last.settings.update({ processor: { batchSize: 5 } });
+    expect(JSON.parse(overridesRow()!.overrides)).toEqual({ processor: { batchSize: 5 } });
+  });
+});
+
+describe('settings$ and settings.changed', () => {
+  it('settings$ emits the current value on subscribe, then each change', async () => {
+    const spool = open({ config: { executor: { concurrency: 3 } } });
+    const seen: Settings[] = [];
+    const sub = spool.settings.settings$.subscribe((s) => seen.push(s));
+    // Synchronously, like a BehaviorSubject.
+    expect(seen).toEqual([spool.settings.get()]);
+
+    await spool.settings.update({ executor: { concurrency: 4 } });
+    expect(seen.map((s) => s.executor.concurrency)).toEqual([3, 4]);
+
+    const late: Settings[] = [];
+    spool.settings.settings$.subscribe((s) => late.push(s)).unsubscribe();
+    expect(late.map((s) => s.executor.concurrency)).toEqual([4]);
+    sub.unsubscribe();
+  });
+
+  it('emits settings.changed only for real changes, local and from another connection', async () => {
+    const clock = createTestClock();
+    const spool = open({ clock, config: { processor: { pollIntervalMs: 1000 } } });
+    // Overrides present at boot are the starting point, not a change.
+    await open().settings.update({ executor: { concurrency: 5 } });
+    const changes = collectChanges(spool);
+    await spool.start();
+    expect(spool.settings.get().executor.concurrency).toBe(5);
+    expect(changes).toEqual([]);
+
+    await spool.settings.update({ executor: { concurrency: 5 } });
+    await spool.settings.reset(['queues']);
+    expect(changes).toEqual([]);
+    await spool.settings.update({ executor: { concurrency: 6 } });
+    expect(changes).toEqual([expect.objectContaining({ source: 'local', settings: expect.objectContaining({ executor: { concurrency: 6 } }) })]);
+
+    // Another connection: a send and a no-op settings write bump the file, but change nothing.
+    const other = open();
+    await other.send('work', 1);
+    await other.settings.update({ executor: { concurrency: 6 } });
+    clock.advance(1000);
+    expect(changes).toHaveLength(1);
+
+    await other.settings.update({ executor: { concurrency: 2 } });
+    clock.advance(1000);
+    expect(changes).toHaveLength(2);
+    expect(changes[1]).toMatchObject({ type: 'settings.changed', source: 'external', settings: { executor: { concurrency: 2 } } });
+    expect(changes[1]!.version).toBe(overridesRow()!.version);
+    expect(spool.supervisor.getSnapshot().context.pools['*']?.concurrency).toBe(2);
+  });
+
+  it('a new poll interval applies at once, so a shorter one finds external changes sooner', async () => {
+    const clock = createTestClock();
+    const spool = open({ clock, config: NO_POLL });
+    await spool.start();
+    await spool.settings.update({ processor: { pollIntervalMs: 100 } });
+
+    const external = nextEvent<SettingsChangedEvent>(spool.events$, (e) => e.type === 'settings.changed' && e.source === 'external');
+    await open().settings.update({ queues: { email: { paused: true } } });
+    clock.advance(100);
+    expect((await external).settings.queues.email?.paused).toBe(true);
+    expect(spool.supervisor.getSnapshot().context.paused).toEqual({ email: true });
+  });
+});

@@ -1,0 +1,134 @@
+/** The persisted snapshot and the indexed columns agree for every row, whatever the workload did. */
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSpool, NonRetryableError, type Spool } from '../../src/index.js';
+import { nextEvent, reached } from '../helpers/events.js';
+import { createGate } from '../helpers/gate.js';
+import { tempDb } from '../helpers/temp-db.js';
+
+let spool: Spool | undefined;
+let db: ReturnType<typeof tempDb> | undefined;
+
+afterEach(async () => {
+  await spool?.close();
+  spool = undefined;
+  db?.cleanup();
+  db = undefined;
+});
+
+interface Disagreement {
+  id: string;
+  queue: string;
+  state: string;
+  value: string | null;
+}
+
+/** Reads every row through a separate connection and lists the rows whose snapshot disagrees. */
+function audit(path: string) {
+  const other = new Database(path, { readonly: true });
+  try {
+    const states = other.prepare('SELECT state, COUNT(*) AS n FROM messages GROUP BY state ORDER BY state').all() as { state: string; n: number }[];
+    const valueMismatch = other
+      .prepare(`SELECT id, queue, state, json_extract(snapshot, '$.value') AS value FROM messages WHERE json_extract(snapshot, '$.value') IS NOT state`)
+      .all() as Disagreement[];
+    const contextMismatch = other
+      .prepare(
+        `SELECT id, state FROM messages
+         WHERE json_extract(snapshot, '$.context.attempt') IS NOT attempt
+            OR json_extract(snapshot, '$.context.deliveries') IS NOT deliveries
+            OR json_extract(snapshot, '$.context.visibleAt') IS NOT visible_at
+            OR json_extract(snapshot, '$.context.leaseExpiresAt') IS NOT lease_expires_at
+            OR json_extract(snapshot, '$.v') IS NOT snapshot_version`,
+      )
+      .all();
+    const total = (other.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
+    return { states: Object.fromEntries(states.map((s) => [s.state, s.n])), valueMismatch, contextMismatch, total };
+  } finally {
+    other.close();
+  }
+}
+
+describe('snapshot and state column', () => {
+  it('agree for every row after a mixed workload: done, retry, dead, delayed and in flight, and after recovery', async () => {
+    db = tempDb();
+    const path = db.path;
+    spool = createSpool({
+      path,
+      config: {
+        executor: { concurrency: 8 },
+        // Done rows are kept, so they are audited too.
+        retention: { doneMs: 3_600_000 },
+        queueDefaults: { backoff: { type: 'fixed', delayMs: 3_600_000, jitter: false }, maxAttempts: 3 },
+        queues: { once: { maxAttempts: 1 }, slow: { executor: { concurrency: 2 } } },
+      },
+    });
+    const gate = createGate();
+    spool.register('ok', () => {});
+    spool.register('flaky', () => {
+      throw new Error('try again later');
+    });
+    spool.register('once', () => {
+      throw new Error('only one try');
+    });
+    spool.register('fatal', () => {
+      throw new NonRetryableError('never works');
+    });
+    spool.register('slow', () => gate.wait());
+
+    const waits = [
+      reached(spool.events$, 'done', 5, 'ok'),
+      // A failure with attempts left goes back to pending, an hour out.
+      retried('flaky', 3),
+      reached(spool.events$, 'dead', 2, 'once'),
+      reached(spool.events$, 'dead', 2, 'fatal'),
+      reached(spool.events$, 'dead', 1, 'nobody'),
+      reached(spool.events$, 'processing', 2, 'slow'),
+    ];
+    /** Resolves once `n` messages of `queue` failed with attempts left (processing → pending). */
+    function retried(queue: string, n: number) {
+      let seen = 0;
+      return nextEvent(spool!.events$, (e) => e.type === 'message.state' && e.queue === queue && e.from === 'processing' && e.to === 'pending' && ++seen === n);
+    }
+
+    await spool.start();
+    await spool.sendBatch('ok', [1, 2, 3, 4, 5]);
+    await spool.sendBatch('flaky', [1, 2, 3]);
+    await spool.sendBatch('once', [1, 2]);
+    await spool.sendBatch('fatal', [1, 2]);
+    await spool.send('nobody', 1);
+    await spool.sendBatch('later', [1, 2, 3], { delayMs: 3_600_000 });
+    await spool.sendBatch('slow', [1, 2, 3, 4]);
+    await Promise.all(waits);
+
+    const mid = audit(path);
+    expect(mid.states).toEqual({ done: 5, dead: 5, pending: 3 + 3 + 2, processing: 2 });
+    expect(mid.total).toBe(20);
+    expect(mid.valueMismatch).toEqual([]);
+    expect(mid.contextMismatch).toEqual([]);
+
+    // Abandon the in-flight handlers: their rows stay processing, still agreeing.
+    await spool.stop({ timeoutMs: 10 });
+    const stopped = audit(path);
+    expect(stopped.states.processing).toBe(2);
+    expect(stopped.valueMismatch).toEqual([]);
+    expect(stopped.contextMismatch).toEqual([]);
+
+    // Recovery rewrites them to pending (snapshot included), then they run to done.
+    gate.open();
+    const slowDone = reached(spool.events$, 'done', 4, 'slow');
+    await spool.start();
+    await slowDone;
+    const after = audit(path);
+    expect(after.states).toEqual({ done: 9, dead: 5, pending: 6 });
+    expect(after.valueMismatch).toEqual([]);
+    expect(after.contextMismatch).toEqual([]);
+
+    // A redrive of the dead letters keeps the agreement too.
+    await spool.stop();
+    expect(await spool.requeue({ queue: 'fatal' })).toBe(2);
+    const redriven = audit(path);
+    expect(redriven.states).toEqual({ done: 9, dead: 3, pending: 8 });
+    expect(redriven.valueMismatch).toEqual([]);
+    expect(redriven.contextMismatch).toEqual([]);
+  });
+});

@@ -1,0 +1,154 @@
+/**
+ * A full disk, simulated with `PRAGMA max_page_count`. The pragma is per connection and not
+ * persisted, so it must be set on the spool's own connection: the test wraps the better-sqlite3
+ * constructor (vi.mock) to see every connection Spool opens, and sets the limit on the one for the
+ * spool file. Spool's code is unchanged; only the page budget of its real connection shrinks.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createSpool, SpoolError, type Spool, type SpoolEvent } from '../../src/index.js';
+import { nextEvent, reached } from '../helpers/events.js';
+import { createBaton } from '../helpers/gate.js';
+import { tempDb } from '../helpers/temp-db.js';
+
+const opened = vi.hoisted(() => [] as BetterSqlite3.Database[]);
+
+vi.mock('better-sqlite3', async (importOriginal) => {
+  const original = await importOriginal<{ default: typeof BetterSqlite3 }>();
+  const Real = original.default;
+  // A subclass, so `new Database(path)` in src/db behaves exactly as before, and is recorded.
+  class Tracked extends (Real as unknown as new (...args: unknown[]) => BetterSqlite3.Database) {
+    constructor(...args: unknown[]) {
+      super(...args);
+      opened.push(this);
+    }
+  }
+  return { ...original, default: Tracked };
+});
+
+const { default: Database } = await import('better-sqlite3');
+
+let spool: Spool | undefined;
+let db: ReturnType<typeof tempDb> | undefined;
+let inspector: BetterSqlite3.Database | undefined;
+
+afterEach(async () => {
+  inspector?.close();
+  inspector = undefined;
+  await spool?.close();
+  spool = undefined;
+  db?.cleanup();
+  db = undefined;
+  opened.length = 0;
+});
+
+/** The connection Spool opened on its database file (not the `.lock` sidecar, not ours). */
+function spoolConnection(path: string): BetterSqlite3.Database {
+  const found = opened.filter((c) => c.name === path && c !== inspector && c.open);
+  expect(found).toHaveLength(1);
+  return found[0]!;
+}
+
+function look(path: string) {
+  inspector ??= new Database(path, { readonly: true });
+  const conn = inspector;
+  return {
+    count: (queue: string, state?: string) =>
+      (conn
+        .prepare(`SELECT COUNT(*) AS n FROM messages WHERE queue = ? ${state ? 'AND state = ?' : ''}`)
+        .get(...(state ? [queue, state] : [queue])) as { n: number }).n,
+    integrity: () => conn.pragma('integrity_check', { simple: true }),
+    stateOf: (id: string) => (conn.prepare('SELECT state FROM messages WHERE id = ?').get(id) as { state: string } | undefined)?.state,
+  };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(SpoolError);
+    return (error as SpoolError).code;
+  }
+  return 'resolved';
+}
+
+describe('a full disk (max_page_count)', () => {
+  it('rejects sends with STORAGE_FULL, keeps every stored row, retries transitions, and resumes when space returns', async () => {
+    db = tempDb();
+    spool = createSpool({
+      path: db.path,
+      config: {
+        // The filler queue is paused so its rows stay pending and nothing but our sends writes.
+        queues: { filler: { paused: true } },
+        queueDefaults: { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 0, maxDelayMs: 0, jitter: false } },
+      },
+    });
+    const baton = createBaton();
+    const attempts: { id: string; attempt: number }[] = [];
+    spool.register('work', async (message) => {
+      attempts.push({ id: message.id, attempt: message.attempt });
+      await baton.enter();
+      // A first attempt fails with a large error: storing it (lastError, snapshot) needs new pages.
+      if (message.attempt === 1) throw new Error(`first attempt failed: ${'x'.repeat(6000)}`);
+    });
+    spool.register('filler', () => {});
+    await spool.start();
+    const seen: SpoolEvent[] = [];
+    const sub = spool.events$.subscribe((e) => seen.push(e));
+
+    const work = await Promise.all([1, 2, 3].map((n) => spool!.send('work', { n })));
+    await baton.arrived(3);
+
+    // Shrink the budget to just above the current size, then fill it with ever smaller rows.
+    const conn = spoolConnection(db.path);
+    const pages = conn.pragma('page_count', { simple: true }) as number;
+    conn.pragma(`max_page_count = ${pages + 4}`);
+    const stored: string[] = [];
+    for (const size of [8192, 1024, 128, 8]) {
+      for (;;) {
+        const outcome = await spool.send('filler', { pad: 'f'.repeat(size) }).then(
+          (id) => ({ id }),
+          (error: unknown) => ({ error }),
+        );
+        if ('id' in outcome) {
+          stored.push(outcome.id);
+          continue;
+        }
+        expect(outcome.error).toBeInstanceOf(SpoolError);
+        expect((outcome.error as SpoolError).code).toBe('STORAGE_FULL');
+        break;
+      }
+    }
+    expect(stored.length).toBeGreaterThan(0);
+
+    // Full: single sends and batches reject with the code, and store nothing.
+    const db1 = look(db.path);
+    expect(await codeOf(spool.send('filler', { pad: 'g'.repeat(4096) }))).toBe('STORAGE_FULL');
+    expect(await codeOf(spool.sendBatch('filler', [{ a: 'h'.repeat(3000) }, { b: 'h'.repeat(3000) }]))).toBe('STORAGE_FULL');
+    expect(db1.count('filler')).toBe(stored.length);
+    expect(db1.integrity()).toBe('ok');
+
+    // The three handlers now fail; each FAIL transition needs space it does not get, and waits.
+    const waiting = nextEvent(spool.events$, (e) => e.type === 'error' && e.code === 'STORAGE_FULL', { timeoutMs: 10_000 });
+    baton.openForever();
+    await waiting;
+    for (const id of work) expect(db1.stateOf(id)).toBe('processing');
+    expect(seen.filter((e) => e.type === 'message.state' && work.includes(e.id) && e.from === 'processing')).toEqual([]);
+
+    // Space returns: the waiting transitions land, the retries run, and sends work again.
+    const done = reached(spool.events$, 'done', 3, 'work', 15_000);
+    conn.pragma('max_page_count = 1073741823');
+    await done;
+    for (const id of work) {
+      const failed = seen.find((e) => e.type === 'message.state' && e.id === id && e.from === 'processing' && e.to === 'pending');
+      expect(failed).toBeDefined();
+      expect(await spool.get(id)).toBeUndefined();
+    }
+    expect(attempts.filter((a) => a.attempt === 2).map((a) => a.id).sort()).toEqual([...work].sort());
+    const after = await spool.send('filler', { pad: 'after' });
+    expect(db1.count('filler', 'pending')).toBe(stored.length + 1);
+    for (const id of [...stored, after]) expect((await spool.get(id))?.state).toBe('pending');
+    expect(db1.integrity()).toBe('ok');
+    sub.unsubscribe();
+  });
+});

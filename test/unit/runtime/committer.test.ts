@@ -1,0 +1,329 @@
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../../src/clock.js';
+import { openDatabase, type DbHandle } from '../../../src/db/client.js';
+import { SpoolError } from '../../../src/errors.js';
+import { createEventBus, type EventBus } from '../../../src/events.js';
+import { createCommitter, type Committer, type Op } from '../../../src/runtime/committer.js';
+import { nextEvent } from '../../helpers/events.js';
+import { tempDb } from '../../helpers/temp-db.js';
+
+describe('committer', () => {
+  let temp: ReturnType<typeof tempDb>;
+  let handle: DbHandle;
+  let reader: Database.Database;
+  let events: EventBus;
+  let committer: Committer;
+  let transactions: number;
+
+  beforeEach(() => {
+    temp = tempDb();
+    handle = openDatabase(temp.path, 'normal');
+    // Counts every transaction (and savepoint) the committer opens on its connection.
+    transactions = 0;
+    const original = handle.sqlite.transaction.bind(handle.sqlite);
+    handle.sqlite.transaction = ((fn: Parameters<typeof original>[0]) => {
+      transactions += 1;
+      return original(fn);
+    }) as typeof handle.sqlite.transaction;
+    reader = new Database(temp.path);
+    events = createEventBus();
+    committer = createCommitter(handle.sqlite, events, systemClock);
+  });
+
+  afterEach(() => {
+    committer.close();
+    events.complete();
+    reader.close();
+    handle.close();
+    temp.cleanup();
+  });
+
+  const insertQueue = (name: string) =>
+    handle.sqlite.prepare('INSERT INTO queues (name, created_at) VALUES (?, ?)').run(name, 1);
+  const names = (conn: Database.Database) =>
+    (conn.prepare('SELECT name FROM queues ORDER BY name').all() as { name: string }[]).map((r) => r.name);
+
+  /** An op that inserts queue rows and settles a promise either way. */
+  function op(kind: Op['kind'], run: () => unknown, onCommitted?: () => void) {
+    let resolve!: (value: unknown) => void;
+    let reject!: (error: SpoolError) => void;
+    const settled = new Promise<unknown>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    const item: Op = {
+      kind,
+      run,
+      committed: (result) => {
+        onCommitted?.();
+        resolve(result);
+      },
+      failed: (error) => reject(error),
+    };
+    return { item, settled };
+  }
+
+  it('commits every op enqueued in the same tick in one transaction, then calls committed in order', async () => {
+    const log: string[] = [];
+    const seen: Record<string, { own: string[]; reader: string[]; inTransaction: boolean }> = {};
+    const ops = ['a', 'b', 'c'].map((name) =>
+      op(
+        'send',
+        () => {
+          log.push(`run ${name}`);
+          insertQueue(name);
+          seen[name] = { own: names(handle.sqlite), reader: names(reader), inTransaction: handle.sqlite.inTransaction };
+          return name.toUpperCase();
+        },
+        () => log.push(`committed ${name}`),
+      ),
+    );
+    for (const { item } of ops) committer.enqueue(item);
+    expect(log).toEqual([]); // nothing runs synchronously in enqueue
+
+    expect(await Promise.all(ops.map((o) => o.settled))).toEqual(['A', 'B', 'C']);
+    expect(transactions).toBe(1);
+    expect(log).toEqual(['run a', 'run b', 'run c', 'committed a', 'committed b', 'committed c']);
+    // Each op saw the earlier ops' uncommitted writes; another connection saw none of them.
+    expect(seen).toEqual({
+      a: { own: ['a'], reader: [], inTransaction: true },
+      b: { own: ['a', 'b'], reader: [], inTransaction: true },
+      c: { own: ['a', 'b', 'c'], reader: [], inTransaction: true },
+    });
+    expect(names(reader)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('commits ops of a later tick in a later transaction', async () => {
+    const first = op('send', () => insertQueue('first'));
+    committer.enqueue(first.item);
+    await first.settled;
+    let readerSaw: string[] = [];
+    const second = op('send', () => {
+      insertQueue('second');
+      readerSaw = names(reader);
+    });
+    committer.enqueue(second.item);
+    await second.settled;
+    expect(transactions).toBe(2);
+    expect(readerSaw).toEqual(['first']);
+  });
+
+  it('fails a failing op alone while the others commit, rolling back its partial writes', async () => {
+    insertQueue('existing');
+    const a = op('send', () => insertQueue('a'));
+    const bad = op('send', () => {
+      insertQueue('bad-partial');
+      insertQueue('existing'); // PRIMARY KEY violation
+    });
+    const c = op('transition', () => insertQueue('c'));
+    for (const { item } of [a, bad, c]) committer.enqueue(item);
+
+    await expect(a.settled).resolves.toBeDefined();
+    await expect(c.settled).resolves.toBeDefined();
+    const error = await bad.settled.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SpoolError);
+    expect((error as SpoolError).code).toBe('STORAGE_ERROR');
+    expect(((error as SpoolError).cause as { code?: string }).code).toBe('SQLITE_CONSTRAINT_PRIMARYKEY');
+    // The good ops landed once each; nothing of the bad op did.
+    expect(names(reader)).toEqual(['a', 'c', 'existing']);
+    await committer.drain();
+  });
+
+  it('calls committed only once the data is visible to a second connection', async () => {
+    const visible: string[][] = [];
+    const ok = op('send', () => insertQueue('visible'), () => visible.push(names(reader)));
+    const bad = op('send', () => insertQueue('visible'));
+    const other = op('send', () => insertQueue('other'), () => visible.push(names(reader)));
+    committer.enqueue(ok.item);
+    committer.enqueue(bad.item);
+    committer.enqueue(other.item);
+    await ok.settled;
+    await other.settled;
+    await expect(bad.settled).rejects.toBeInstanceOf(SpoolError);
+    // Both through the isolated (savepoint) pass, and still only after its commit.
+    expect(visible).toEqual([
+      ['other', 'visible'],
+      ['other', 'visible'],
+    ]);
+
+    const plain: string[][] = [];
+    const happy = op('send', () => insertQueue('happy'), () => plain.push(names(reader)));
+    committer.enqueue(happy.item);
+    await happy.settled;
+    expect(plain).toEqual([['happy', 'other', 'visible']]);
+  });
+
+  it('runs the hook inside the group transaction after the ops, and wake() runs it alone', async () => {
+    const log: string[] = [];
+    let hookSaw: string[] = [];
+    let hookDone!: () => void;
+    let hookCommitted = new Promise<void>((resolve) => (hookDone = resolve));
+    committer.setHook({
+      run: () => {
+        hookSaw = names(handle.sqlite);
+        log.push('hook run');
+        return hookSaw.length;
+      },
+      committed: (count) => {
+        log.push(`hook committed ${String(count)}`);
+        hookDone();
+      },
+    });
+    const a = op('send', () => (log.push('run a'), insertQueue('a')), () => log.push('committed a'));
+    committer.enqueue(a.item);
+    committer.wake();
+    await hookCommitted;
+    expect(transactions).toBe(1);
+    expect(hookSaw).toEqual(['a']);
+    expect(log).toEqual(['run a', 'hook run', 'committed a', 'hook committed 1']);
+
+    // Ops alone do not run the hook; wake() with no ops does.
+    const b = op('send', () => insertQueue('b'));
+    committer.enqueue(b.item);
+    await b.settled;
+    await committer.drain();
+    expect(log.filter((l) => l === 'hook run')).toHaveLength(1);
+    hookCommitted = new Promise<void>((resolve) => (hookDone = resolve));
+    committer.wake();
+    await hookCommitted;
+    expect(hookSaw).toEqual(['a', 'b']);
+  });
+
+  it('resolves drain() at once when idle, and after everything queued has landed', async () => {
+    await committer.drain();
+    const landed: string[] = [];
+    for (const name of ['x', 'y']) committer.enqueue(op('send', () => insertQueue(name), () => landed.push(name)).item);
+    await committer.drain();
+    expect(landed).toEqual(['x', 'y']);
+    expect(names(reader)).toEqual(['x', 'y']);
+  });
+
+  it('waits in drain() for ops that committed callbacks enqueue', async () => {
+    const landed: string[] = [];
+    committer.enqueue(
+      op(
+        'send',
+        () => insertQueue('parent'),
+        () => {
+          landed.push('parent');
+          committer.enqueue(op('transition', () => insertQueue('child'), () => landed.push('child')).item);
+        },
+      ).item,
+    );
+    await committer.drain();
+    expect(landed).toEqual(['parent', 'child']);
+    expect(names(reader)).toEqual(['child', 'parent']);
+  });
+
+  it('rejects queued ops with CLOSED on close(), and any op enqueued afterwards', async () => {
+    let ran = false;
+    const send = op('send', () => {
+      ran = true;
+      insertQueue('never');
+    });
+    const transition = op('transition', () => {
+      ran = true;
+      insertQueue('never-either');
+    });
+    committer.enqueue(send.item);
+    committer.enqueue(transition.item);
+    const drained = committer.drain();
+    committer.close();
+    await expect(send.settled).rejects.toMatchObject({ code: 'CLOSED' });
+    await expect(transition.settled).rejects.toMatchObject({ code: 'CLOSED' });
+    await drained;
+
+    const late = op('send', () => {
+      ran = true;
+    });
+    committer.enqueue(late.item);
+    await expect(late.settled).rejects.toMatchObject({ code: 'CLOSED' });
+    await committer.drain();
+    expect(ran).toBe(false);
+    expect(names(reader)).toEqual([]);
+  });
+
+  it('fails sends fast on a full database, storing none of the batch, while transitions wait for room', async () => {
+    const pages = handle.sqlite.pragma('page_count', { simple: true }) as number;
+    handle.sqlite.pragma(`max_page_count = ${pages}`);
+    const big = 'q'.repeat(60_000);
+    const errorEvent = nextEvent(events.events$, (e) => e.type === 'error');
+    const bigSend = op('send', () => insertQueue(`s${big}`));
+    // Small enough to fit: it must still not land on its own once SQLite rolled the batch back.
+    const smallSend = op('send', () => insertQueue('small'));
+    let transitionRuns = 0;
+    let retriedWhileFull!: () => void;
+    const retried = new Promise<void>((resolve) => (retriedWhileFull = resolve));
+    const transition = op('transition', () => {
+      transitionRuns += 1;
+      if (transitionRuns === 3) retriedWhileFull();
+      insertQueue(`t${big}`);
+    });
+    for (const { item } of [bigSend, smallSend, transition]) committer.enqueue(item);
+
+    for (const send of [bigSend, smallSend]) {
+      const error = await send.settled.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(SpoolError);
+      expect(error).toMatchObject({ code: 'STORAGE_FULL' });
+    }
+    expect(await errorEvent).toMatchObject({ type: 'error', code: 'STORAGE_FULL' });
+    await retried;
+    expect(names(reader)).toEqual([]);
+
+    // Room again: the waiting transition lands on one of its next retries, exactly once.
+    handle.sqlite.pragma('max_page_count = 1073741823');
+    await transition.settled;
+    await committer.drain();
+    expect(names(reader)).toEqual([`t${big}`]);
+  });
+
+  it('leaves setImmediate working after close() cancels a pending retry timer', async () => {
+    const blocker = new Database(temp.path);
+    try {
+      blocker.exec('BEGIN IMMEDIATE');
+      const busy = nextEvent(events.events$, (e) => e.type === 'storage.busy', { timeoutMs: 10_000 });
+      const send = op('send', () => insertQueue('never'));
+      committer.enqueue(send.item);
+      await busy; // a retry timer is now pending
+      committer.close();
+      await expect(send.settled).rejects.toMatchObject({ code: 'CLOSED' });
+      // The 5 s timer only turns a hang into a failure; an immediate runs on the next loop turn.
+      let guard: NodeJS.Timeout | undefined;
+      const first = await Promise.race([
+        new Promise<string>((resolve) => setImmediate(() => resolve('immediate'))),
+        new Promise<string>((resolve) => (guard = setTimeout(() => resolve('stuck'), 5000))),
+      ]);
+      clearTimeout(guard);
+      expect(first).toBe('immediate');
+    } finally {
+      if (blocker.inTransaction) blocker.exec('ROLLBACK');
+      blocker.close();
+    }
+  });
+
+  it('retries a busy database asynchronously, announcing storage.busy, until the lock is released', async () => {
+    const blocker = new Database(temp.path);
+    try {
+      blocker.exec('BEGIN IMMEDIATE');
+      const busy = nextEvent(events.events$, (e) => e.type === 'storage.busy', { timeoutMs: 10_000 });
+      const send = op('send', () => insertQueue('after-lock'));
+      committer.enqueue(send.item);
+      const event = await busy;
+      expect(event).toMatchObject({ type: 'storage.busy', retries: 1 });
+      expect(names(reader)).toEqual([]);
+      blocker.exec('COMMIT');
+      await send.settled;
+      expect(names(reader)).toEqual(['after-lock']);
+    } finally {
+      if (blocker.inTransaction) blocker.exec('ROLLBACK');
+      blocker.close();
+    }
+  });
+});

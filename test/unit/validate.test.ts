@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import { SpoolError } from '../../src/errors.js';
+import { assertQueueName, canonicalJson, contentKey, serializePayload } from '../../src/validate.js';
+
+const LIMIT = 1024 * 1024;
+
+/** The SpoolError `fn` throws (failing the test if it throws nothing or something else). */
+function thrownBy(fn: () => unknown): SpoolError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(SpoolError);
+    return error as SpoolError;
+  }
+  throw new Error('expected a SpoolError, nothing was thrown');
+}
+
+describe('assertQueueName', () => {
+  it.each(['email', 'a', 'Email.Send_v2-x', '0', '...', 'q'.repeat(80)])('accepts %j', (name) => {
+    expect(() => assertQueueName(name)).not.toThrow();
+  });
+
+  const invalid: [string, unknown][] = [
+    ['empty', ''],
+    ['81 characters', 'q'.repeat(81)],
+    ['a space', 'email send'],
+    ['a leading space', ' email'],
+    ['a trailing newline', 'email\n'],
+    ['a NUL', 'email\u0000'],
+    ['a control character', 'em\u0007ail'],
+    ['a tab', 'em\tail'],
+    ['SQL', "email'; DROP TABLE messages;--"],
+    ['a quote', 'email"'],
+    ['a slash', 'a/b'],
+    ['a star (the default pool key)', '*'],
+    ['non-ASCII letters', 'émail'],
+    ['a number', 42],
+    ['undefined', undefined],
+    ['null', null],
+  ];
+  it.each(invalid)('rejects %s with INVALID_QUEUE_NAME', (_, name) => {
+    const error = thrownBy(() => assertQueueName(name));
+    expect(error.code).toBe('INVALID_QUEUE_NAME');
+    expect(error.message).toMatch(/^Expected a queue name of 1–80 characters from \[A-Za-z0-9._-\], got /);
+  });
+
+  it('names the bad value in the message, truncating long ones', () => {
+    expect(thrownBy(() => assertQueueName('email send')).message).toContain('got "email send"');
+    expect(thrownBy(() => assertQueueName(7)).message).toContain('got number');
+    const long = thrownBy(() => assertQueueName('x'.repeat(5000)));
+    expect(long.message.length).toBeLessThan(300);
+    expect(long.message).toContain('…');
+  });
+});
+
+describe('serializePayload', () => {
+  it.each<[string, unknown]>([
+    ['an object', { to: 'a@b.c', n: 1, ok: true, none: null, list: [1, 'two', { three: 3 }] }],
+    ['an array', [1, 2, 3]],
+    ['a string', 'hello'],
+    ['a number', 42.5],
+    ['zero and negative zero', [0, -0]],
+    ['a boolean', false],
+    ['null', null],
+    ['an empty object', {}],
+    ['astral characters (paired surrogates)', { emoji: '😀', key: '𝄞' }],
+    ['a null-prototype object', Object.assign(Object.create(null), { a: 1 })],
+  ])('accepts %s and returns its JSON', (_, payload) => {
+    const json = serializePayload(payload, LIMIT);
+    expect(json).toBe(JSON.stringify(payload));
+    expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(payload)));
+  });
+
+  it('accepts the same object twice when it is shared, not circular', () => {
+    const shared = { x: 1 };
+    expect(serializePayload({ a: shared, b: [shared, shared] }, LIMIT)).toBe('{"a":{"x":1},"b":[{"x":1},{"x":1}]}');
+  });
+
+  class Point {
+    constructor(
+      readonly x: number,
+      readonly y: number,
+    ) {}
+  }
+  const circular: Record<string, unknown> = { a: { b: {} } };
+  ((circular.a as Record<string, unknown>).b as Record<string, unknown>).back = circular.a;
+  const circularArray: unknown[] = [1];
+  circularArray.push({ list: circularArray });
+
+  const rejected: [string, unknown, string][] = [
+    ['undefined at the root', undefined, 'Payload is undefined'],
+    ['an undefined property', { a: { b: undefined } }, 'Payload.a.b is undefined'],
+    ['an undefined array slot', [1, undefined], 'Payload[1] is undefined'],
+    ['a hole in an array', [1, , 3], 'Payload[1] is undefined'], // eslint-disable-line no-sparse-arrays
+    ['a function', { run: () => 1 }, 'Payload.run is a function'],
+    ['a symbol', { s: Symbol('x') }, 'Payload.s is a symbol'],
+    ['symbol keys', { [Symbol('k')]: 1 }, 'Payload has symbol keys'],
+    ['a BigInt', { n: 10n }, 'Payload.n is a BigInt'],
+    ['NaN nested', { a: [{ b: Number.NaN }] }, 'Payload.a[0].b is NaN'],
+    ['Infinity nested', { a: { b: [0, Number.POSITIVE_INFINITY] } }, 'Payload.a.b[1] is Infinity'],
+    ['-Infinity', -Infinity, 'Payload is -Infinity'],
+    ['a circular object', circular, 'Payload.a.b.back is circular'],
+    ['a circular array', circularArray, 'Payload[1].list is circular'],
+    ['a lone high surrogate in a string', { text: 'ab\uD800cd' }, 'Payload.text contains a lone UTF-16 surrogate'],
+    ['a lone low surrogate at the end of a string', ['x\uDC00'], 'Payload[0] contains a lone UTF-16 surrogate'],
+    ['reversed surrogates', { t: '\uDC00\uD800' }, 'Payload.t contains a lone UTF-16 surrogate'],
+    ['a lone surrogate in a key', { outer: { ['k\uD83D']: 1 } }, 'Payload.outer has a key with a lone UTF-16 surrogate'],
+    ['a Date', { when: new Date(0) }, 'Payload.when is a Date'],
+    ['a Map', { m: new Map([[1, 2]]) }, 'Payload.m is a Map'],
+    ['a Set', [new Set([1])], 'Payload[0] is a Set'],
+    ['a class instance', { p: new Point(1, 2) }, 'Payload.p is a Point'],
+    ['a boxed number', { n: new Number(1) }, 'Payload.n is a Number'],
+    ['a typed array', { bytes: new Uint8Array(2) }, 'Payload.bytes is a Uint8Array'],
+    ['a plain object with toJSON', { v: { toJSON: () => 'x' } }, 'Payload.v has a toJSON method'],
+  ];
+  it.each(rejected)('rejects %s with INVALID_PAYLOAD naming the path', (_, payload, message) => {
+    const error = thrownBy(() => serializePayload(payload, LIMIT));
+    expect(error.code).toBe('INVALID_PAYLOAD');
+    expect(error.message.startsWith(message)).toBe(true);
+  });
+
+  it('records the offending path in details', () => {
+    const error = thrownBy(() => serializePayload({ a: [{ b: Number.NaN }] }, LIMIT));
+    expect(error.details).toEqual({ path: '.a[0].b' });
+    expect(thrownBy(() => serializePayload(undefined, LIMIT)).details).toEqual({ path: '$' });
+  });
+
+  it('rejects a payload over maxBytes, counting UTF-8 bytes, and accepts one exactly at it', () => {
+    const atLimit = 'x'.repeat(98); // 100 bytes with the quotes
+    expect(serializePayload(atLimit, 100)).toBe(JSON.stringify(atLimit));
+
+    const over = thrownBy(() => serializePayload(`${atLimit}x`, 100));
+    expect(over.code).toBe('INVALID_PAYLOAD');
+    expect(over.message).toBe('Payload is 101 bytes once serialised; the limit (maxPayloadBytes) is 100');
+    expect(over.details).toEqual({ bytes: 101, maxBytes: 100 });
+
+    // 50 two-byte characters: 52 characters of JSON, 102 bytes.
+    const wide = thrownBy(() => serializePayload('é'.repeat(50), 100));
+    expect(wide.details).toEqual({ bytes: 102, maxBytes: 100 });
+  });
+});
+
+describe('canonicalJson and contentKey', () => {
+  it('sorts object keys deeply, inside arrays too, keeping array order', () => {
+    const json = JSON.stringify({ b: 1, a: { d: [{ z: 1, y: 2 }, 3], c: null }, _: 'x' });
+    expect(canonicalJson(json)).toBe('{"_":"x","a":{"c":null,"d":[{"y":2,"z":1},3]},"b":1}');
+  });
+
+  it('leaves scalars and arrays of scalars as they are', () => {
+    expect(canonicalJson('"x"')).toBe('"x"');
+    expect(canonicalJson('[3,1,2]')).toBe('[3,1,2]');
+    expect(canonicalJson('null')).toBe('null');
+  });
+
+  it('gives equal keys for reordered keys and different keys for different content', () => {
+    const a = contentKey(JSON.stringify({ to: 'x', body: { subject: 's', lines: [1, 2] } }));
+    const b = contentKey(JSON.stringify({ body: { lines: [1, 2], subject: 's' }, to: 'x' }));
+    expect(a).toBe(b);
+    expect(a).toMatch(/^content:[A-Za-z0-9_-]{43}$/);
+    expect(contentKey(JSON.stringify({ to: 'x', body: { subject: 's', lines: [2, 1] } }))).not.toBe(a);
+    expect(contentKey(JSON.stringify({ to: 'y', body: { subject: 's', lines: [1, 2] } }))).not.toBe(a);
+    expect(contentKey('"1"')).not.toBe(contentKey('1'));
+  });
+
+  it('keeps a "__proto__" key as data, so it still tells payloads apart', () => {
+    // JSON.parse makes "__proto__" an own key; copying it with `out[key] =` would set a prototype.
+    const json = serializePayload(JSON.parse('{"b":2,"__proto__":{"a":1}}'), LIMIT);
+    expect(canonicalJson(json)).toBe('{"__proto__":{"a":1},"b":2}');
+    expect(contentKey(json)).not.toBe(contentKey('{"b":2}'));
+  });
+});
