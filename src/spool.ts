@@ -23,7 +23,7 @@ import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
 import { decodeSnapshot, encodeSnapshot, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
 import { deadLetter } from './runtime/message-codec.js';
 import { createSupervisor, type SupervisorRuntime } from './runtime/supervisor.js';
-import { policyFor, type Settings } from './settings/schema.js';
+import { policyFor, queueSettings, type Settings } from './settings/schema.js';
 import { createSettingsStore, type SettingsStore } from './settings/store.js';
 import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
 import { MESSAGE_SNAPSHOT_VERSION } from '../machines/message.machine.js';
@@ -175,7 +175,7 @@ export function createSpool(options: SpoolOptions): Spool {
 
   function admit(queue: string, s: Settings) {
     if (!s.accepting) throw new SpoolError('NOT_ACCEPTING', 'The spool is not accepting messages (settings.accepting is false)');
-    if (s.queues[queue]?.accepting === false) {
+    if (queueSettings(s, queue)?.accepting === false) {
       throw new SpoolError('NOT_ACCEPTING', `Queue "${queue}" is not accepting messages (settings.queues.${queue}.accepting is false)`);
     }
   }
@@ -208,9 +208,10 @@ export function createSpool(options: SpoolOptions): Spool {
       assertQueueName(queue);
       const o = parseSendOptions(options);
       const { repo: r, committer: c } = open();
+      const now = clock.now();
+      refreshIfProducer(now);
       const s = settings.get();
       admit(queue, s);
-      const now = clock.now();
       const rows = payloads.map((p, i) => {
         try {
           return prepareRow(queue, p, o, s, now);
@@ -246,6 +247,22 @@ export function createSpool(options: SpoolOptions): Spool {
       });
     } catch (error) {
       return Promise.reject(error instanceof SpoolError ? error : toStorageError(error));
+    }
+  }
+
+  let refreshedAt = -Infinity;
+  /**
+   * A spool that only sends has no poll, yet must see `accepting` turned off by the CLI or the
+   * owner: it re-reads the settings version at most once per poll interval.
+   */
+  function refreshIfProducer(now: number) {
+    if (supervisor?.running || now - refreshedAt < settings.get().processor.pollIntervalMs) return;
+    refreshedAt = now;
+    try {
+      settings.refresh();
+    } catch {
+      // A busy read keeps the settings already held; the next send tries again.
+      refreshedAt = -Infinity;
     }
   }
 
@@ -322,7 +339,8 @@ export function createSpool(options: SpoolOptions): Spool {
     },
     async stats() {
       const { repo: r } = open();
-      const queues: Record<string, QueueCounts> = {};
+      // No prototype: a queue may be called "constructor" or "__proto__".
+      const queues: Record<string, QueueCounts> = Object.create(null);
       for (const { queue, state, n } of r.counts()) {
         queues[queue] ??= { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 };
         queues[queue][state] = n;

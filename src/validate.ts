@@ -3,12 +3,13 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { SpoolError } from './errors.js';
 
-/** Queue names: 1–80 characters of [A-Za-z0-9._-]. */
-export const QUEUE_NAME = /^[A-Za-z0-9._-]{1,80}$/;
+/** Queue names: 1–80 characters of [A-Za-z0-9._-], except "__proto__". */
+export const QUEUE_NAME = /^(?!__proto__$)[A-Za-z0-9._-]{1,80}$/;
 
 /** Throws INVALID_QUEUE_NAME unless `name` is a valid queue name. */
 export function assertQueueName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
+  // "__proto__" would be a prototype, not a key, wherever queue names key a JSON object.
+  if (typeof name !== 'string' || !QUEUE_NAME.test(name) || name === '__proto__') {
     const shown = typeof name === 'string' ? JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name) : String(typeof name);
     throw new SpoolError(
       'INVALID_QUEUE_NAME',

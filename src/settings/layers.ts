@@ -3,12 +3,18 @@
  * plain JSON. In a layer, `null` removes the key from the effective document (a tombstone), so an
  * override can take away, say, a queue's executor that the config file defines.
  */
+import { SpoolError } from '../errors.js';
 
 /** A JSON object. */
 export type JsonObject = { [key: string]: unknown };
 
 /** Where an effective leaf's value came from. */
 export type Layer = 'default' | 'config' | 'override';
+
+/** Refuses "__proto__": assigned as a key it would replace the prototype and vanish silently. */
+function assertPlainKey(key: string): void {
+  if (key === '__proto__') throw new SpoolError('INVALID_SETTINGS', 'Invalid settings: "__proto__" is not a valid key');
+}
 
 /** True for a plain JSON object (not an array, not null). */
 export function isObject(value: unknown): value is JsonObject {
@@ -19,9 +25,26 @@ export function isObject(value: unknown): value is JsonObject {
 export function applyLayer(base: JsonObject, layer: JsonObject): JsonObject {
   const out: JsonObject = { ...base };
   for (const [key, value] of Object.entries(layer)) {
+    assertPlainKey(key);
     if (value === null) delete out[key];
     else if (isObject(value) && isObject(out[key])) out[key] = applyLayer(out[key] as JsonObject, value);
     else out[key] = isObject(value) ? applyLayer({}, value) : value;
+  }
+  return out;
+}
+
+/**
+ * Puts back every key of `defaults` that `doc` lacks, recursively. Removing a key (a `null` in a
+ * layer) thus means "back to the built-in default", and where that default is itself `null`
+ * (no timeout, no limit) a `null` in a patch reads exactly as a user expects.
+ */
+export function fillMissing(doc: JsonObject, defaults: JsonObject): JsonObject {
+  const out: JsonObject = { ...doc };
+  for (const [key, value] of Object.entries(defaults)) {
+    if (!(key in out)) out[key] = value;
+    else if (isObject(value) && isObject(out[key]) && Object.keys(value).length > 0) {
+      out[key] = fillMissing(out[key] as JsonObject, value);
+    }
   }
   return out;
 }
@@ -30,6 +53,7 @@ export function applyLayer(base: JsonObject, layer: JsonObject): JsonObject {
 export function mergeOverrides(overrides: JsonObject, patch: JsonObject): JsonObject {
   const out: JsonObject = { ...overrides };
   for (const [key, value] of Object.entries(patch)) {
+    assertPlainKey(key);
     out[key] = isObject(value) && isObject(out[key]) ? mergeOverrides(out[key] as JsonObject, value) : value;
   }
   return out;

@@ -78,9 +78,15 @@ export const DEFAULT_SETTINGS: Settings = {
   maintenance: { intervalMs: 60_000 },
 };
 
+/** A queue's own settings entry, if any (own properties only). */
+export function queueSettings(settings: Settings, queue: string): QueueSettings | undefined {
+  return Object.hasOwn(settings.queues, queue) ? settings.queues[queue] : undefined;
+}
+
 /** The delivery policy of `queue` under `settings`. */
 export function policyFor(settings: Settings, queue: string): QueuePolicy {
-  const own = settings.queues[queue];
+  // Own keys only: a queue named like an Object.prototype member must not read one.
+  const own = queueSettings(settings, queue);
   const base = settings.queueDefaults;
   if (!own) return base;
   return {

@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import { SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeZod } from '../validate.js';
-import { applyLayer, explainLayers, isObject, mergeOverrides, removePath, type JsonObject, type Layer } from './layers.js';
+import { applyLayer, explainLayers, fillMissing, isObject, mergeOverrides, removePath, type JsonObject, type Layer } from './layers.js';
 import { DEFAULT_SETTINGS, settingsSchema, type Settings } from './schema.js';
 
 /** Where the overrides live: the repository's settings row, inside a transaction. */
@@ -59,9 +59,16 @@ export function validateSettings(doc: unknown, code: 'INVALID_SETTINGS' | 'INVAL
   return result.data;
 }
 
+const DEFAULTS = DEFAULT_SETTINGS as unknown as JsonObject;
+
+/** The effective document: defaults ← config ← overrides, removed keys back at their default. */
+function layered(config: JsonObject, overrides: JsonObject): JsonObject {
+  return fillMissing(applyLayer(applyLayer(DEFAULTS, config), overrides), DEFAULTS);
+}
+
 /** Checks the config-file layer on its own: defaults overlaid with it must be valid. */
 export function validateConfigLayer(config: JsonObject, source: string): void {
-  validateSettings(applyLayer(DEFAULT_SETTINGS as unknown as JsonObject, config), 'INVALID_OPTIONS', `config (${source})`);
+  validateSettings(layered(config, {}), 'INVALID_OPTIONS', `config (${source})`);
 }
 
 /** Creates the store. `storage` is opened lazily by the caller. */
@@ -72,14 +79,14 @@ export function createSettingsStore(deps: {
   events: EventBus;
 }): SettingsRuntime {
   const { config, clock, events } = deps;
-  const base = applyLayer(DEFAULT_SETTINGS as unknown as JsonObject, config);
+  const base = layered(config, {});
   let overrides: JsonObject = {};
   let version = -1;
   let current: Settings = validateSettings(base, 'INVALID_OPTIONS', 'config');
   let currentJson = JSON.stringify(current);
   const subject = new BehaviorSubject<Settings>(current);
 
-  const effective = (layer: JsonObject) => validateSettings(applyLayer(base, layer), 'INVALID_SETTINGS', 'settings');
+  const effective = (layer: JsonObject) => validateSettings(layered(config, layer), 'INVALID_SETTINGS', 'settings');
 
   function adopt(next: Settings, nextOverrides: JsonObject, nextVersion: number, source: 'local' | 'external') {
     // The first load is the starting point, not a change: nobody can have seen the value before it.

@@ -4,7 +4,7 @@
  * each system's ratio to the floor measured in the same repetition), checks that Spool ran every
  * message's lifecycle, and writes test/bench/results/latest.{json,md}.
  *
- *   npm run bench -- [--n 10000] [--reps 3] [--only send,concurrent,batch,drain,latency,claim,rss,boot,check]
+ *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,latency,claim,rss,boot,check]
  *                    [--systems floor,spool,plainjob,bullmq] [--durability normal,full] [--big]
  *                    [--batch 1000] [--dir /path/for/temp/files] [--out test/bench/results]
  *   npm run bench -- --cpu-prof --only drain-c8 [--systems spool] [--n 50000] [--prof-interval 200]
@@ -34,6 +34,8 @@ type Part = (typeof ALL_WORKLOADS)[number];
 
 interface Options {
   n: number;
+  /** N under durability full (fsync-bound runs can take long on a slow disk). */
+  fullN: number;
   reps: number;
   only: Set<Part>;
   systems: Set<string>;
@@ -74,10 +76,12 @@ function parseArgs(argv: string[]): Options {
   for (const s of systems) if (!(SYSTEM_NAMES as readonly string[]).includes(s)) throw new Error(`Unknown system "${s}" (expected ${SYSTEM_NAMES.join(', ')})`);
   const durability = (list('durability') ?? ['normal', 'full']) as Durability[];
   for (const d of durability) if (d !== 'normal' && d !== 'full') throw new Error(`--durability takes normal and/or full, got ${d}`);
-  const known = new Set(['n', 'reps', 'only', 'systems', 'durability', 'batch', 'dir', 'out', 'prof-interval', 'big', 'cpu-prof']);
+  const known = new Set(['n', 'full-n', 'reps', 'only', 'systems', 'durability', 'batch', 'dir', 'out', 'prof-interval', 'big', 'cpu-prof']);
   for (const a of argv) if (a.startsWith('--') && !known.has(a.slice(2))) throw new Error(`Unknown option ${a}`);
+  const n = int('n', 10_000);
   return {
-    n: int('n', 10_000),
+    n,
+    fullN: int('full-n', n),
     reps: int('reps', 3),
     only,
     systems,
@@ -162,7 +166,7 @@ function summarise(): Row[] {
 }
 
 function tableSpecs(o: Options): TableSpec[] {
-  const n = o.n.toLocaleString('en-US');
+  const n = o.fullN === o.n ? o.n.toLocaleString('en-US') : `${o.n.toLocaleString('en-US')}; ${o.fullN.toLocaleString('en-US')} under full`;
   const tput = [{ key: 'msg/s', label: 'msg/s' }];
   return [
     { workload: 'send', title: `1. One-by-one send(), each awaited (${n} messages)`, metrics: tput, ratios: ['msg/s'], better: 'higher', note: 'Consumers not started.' },
@@ -356,7 +360,7 @@ async function main() {
   const machine = machineInfo(o.dir);
   log(`Spool benchmark — ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, SQLite ${machine.sqlite}, ${machine.os}`);
   log(`Temp files: ${machine.tempDir} (${machine.fileSystem}); fsync ${machine.fsyncUs} µs. ${machine.diskNote}.`);
-  log(`N = ${o.n.toLocaleString('en-US')}, ${o.reps} repetition(s), payload ${PAYLOAD_BYTES} bytes of JSON, load average ${machine.loadAverage.join(' ')}.`);
+  log(`N = ${o.n.toLocaleString('en-US')}${o.fullN === o.n ? '' : ` (${o.fullN.toLocaleString('en-US')} under full)`}, ${o.reps} repetition(s), payload ${PAYLOAD_BYTES} bytes of JSON, load average ${machine.loadAverage.join(' ')}.`);
 
   let redis: RedisServer | undefined;
   const wantBull = o.systems.has('bullmq');
@@ -391,7 +395,7 @@ async function main() {
             if (system.name === 'bullmq' && durability === 'full') continue;
             collectGarbage();
             try {
-              const metrics = await runOne({ workload, system, durability, n: o.n, batch: o.batch, ...(o.dir ? { base: o.dir } : {}) });
+              const metrics = await runOne({ workload, system, durability, n: durability === 'full' ? o.fullN : o.n, batch: o.batch, ...(o.dir ? { base: o.dir } : {}) });
               record({ workload, system: system.name, durability, rep, metrics });
               parts.push(`${system.name} ${short(metrics)}`);
             } catch (error) {
@@ -511,7 +515,7 @@ async function main() {
     log(`\nTook ${elapsed.toFixed(0)} s.`);
 
     mkdirSync(o.out, { recursive: true });
-    const settings = { n: o.n, reps: o.reps, batch: o.batch, big: o.big, payloadBytes: PAYLOAD_BYTES, workloads: [...o.only], systems: [...o.systems], durability: o.durability, redis: redis ? redis.version : null };
+    const settings = { n: o.n, fullN: o.fullN, reps: o.reps, batch: o.batch, big: o.big, payloadBytes: PAYLOAD_BYTES, workloads: [...o.only], systems: [...o.systems], durability: o.durability, redis: redis ? redis.version : null };
     writeFileSync(join(o.out, 'latest.json'), JSON.stringify({ takenAt: new Date().toISOString(), elapsedSeconds: Math.round(elapsed), machine, settings, rows, samples, targets, check: check ?? null, failures }, null, 2) + '\n');
     writeFileSync(join(o.out, 'latest.md'), renderMarkdown(machine, settings, tables.markdown, targets, checkText, elapsed));
     log(`Results: ${relative(process.cwd(), join(o.out, 'latest.md'))}, ${relative(process.cwd(), join(o.out, 'latest.json'))}`);
@@ -566,7 +570,7 @@ async function profiles(o: Options, redis: RedisServer | undefined) {
           workload,
           system,
           durability,
-          n: o.n,
+          n: durability === 'full' ? o.fullN : o.n,
           batch: o.batch,
           out,
           intervalUs: o.profInterval,

@@ -54,7 +54,7 @@ describe('retention of done rows', () => {
     const id = await spool.send('jobs', {});
     await done;
     expect(await spool.get(id)).toBeUndefined();
-    expect((await spool.stats()).queues.jobs).toMatchObject({ done: 0 });
+    expect((await spool.stats()).queues.jobs?.done ?? 0).toBe(0);
   });
 
   it('keeps done rows for doneMs (get shows done, stats counts them) until a sweep after the clock passes', async () => {
@@ -76,7 +76,7 @@ describe('retention of done rows', () => {
     clock.advance(1);
     expect(await spool.sweep()).toMatchObject({ deleted: 2 });
     expect(await spool.get(a!)).toBeUndefined();
-    expect((await spool.stats()).queues.jobs).toMatchObject({ done: 0 });
+    expect((await spool.stats()).queues.jobs?.done ?? 0).toBe(0);
   });
 
   it('sweeps on its own every maintenance.intervalMs and announces maintenance.swept', async () => {

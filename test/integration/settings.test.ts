@@ -351,8 +351,18 @@ describe('validation', () => {
     ['an unknown queue key', { queues: { email: { pause: true } } }, 'queues.email'],
     ['a bad queue name', { queues: { 'bad name!': { paused: true } } }, 'queues.bad name!'],
     ['an enum outside its values', { noConsumer: 'drop' }, 'noConsumer'],
-    ['null on a required key', { executor: null }, 'executor'],
   ];
+
+  it('reads null on a key with a built-in default as "back to the built-in default", so null means no limit', async () => {
+    const spool = open({ config: { executor: { concurrency: 3 }, queueDefaults: { timeoutMs: 5000, maxPending: 10 } } });
+    await spool.settings.update({ executor: null, queueDefaults: { timeoutMs: null, maxPending: null } });
+    const now = spool.settings.get();
+    expect(now.executor).toEqual(DEFAULT_SETTINGS.executor);
+    expect(now.queueDefaults.timeoutMs).toBeNull();
+    expect(now.queueDefaults.maxPending).toBeNull();
+    await spool.settings.reset();
+    expect(spool.settings.get().queueDefaults.timeoutMs).toBe(5000);
+  });
 
   it.each(invalid)('rejects %s with INVALID_SETTINGS naming the path, and changes nothing', async (_, patch, path) => {
     const spool = open({ config: { executor: { concurrency: 3 } } });
