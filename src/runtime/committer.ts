@@ -25,9 +25,11 @@ export interface Op<T = unknown> {
 
 /** Work the owner adds to every group transaction (the supervisor's claim). */
 export interface GroupHook<T> {
-  /** Inside the transaction, after the queued ops. */
+  /** Inside the transaction, after the queued ops, in its own savepoint. */
   run(): T;
   committed(result: T): void;
+  /** The hook's savepoint rolled back (the ops still committed); it is retried after a pause. */
+  failed(error: SpoolError): void;
 }
 
 /** How long a busy batch keeps retrying before its sends reject with STORAGE_BUSY, ms. */
@@ -54,6 +56,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   let wanted = false;
   let scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
   let scheduledIsTimeout = false;
+  let hookRetry: NodeJS.Timeout | undefined;
   let busySince: number | undefined;
   let busyRetries = 0;
   let closed = false;
@@ -83,10 +86,21 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     if (ops.length === 0 && !runHook) return settleIdle();
     let results: unknown[];
     let hookResult: unknown;
+    let hookError: unknown;
+    const hookNow = hook;
     try {
       results = runTransaction(sqlite, () => {
         const out = ops.map((op) => op.run());
-        if (runHook) hookResult = hook!.run();
+        if (runHook) {
+          // A failing claim must neither sink the group's other writes nor be retried in a
+          // tight loop: its own savepoint rolls back alone, and it runs again after a pause.
+          try {
+            hookResult = runSavepoint(sqlite, () => hookNow!.run());
+          } catch (error) {
+            if (!sqlite.inTransaction || isBusy(error)) throw error;
+            hookError = error;
+          }
+        }
         return out;
       });
     } catch (error) {
@@ -96,7 +110,15 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     busySince = undefined;
     busyRetries = 0;
     for (let i = 0; i < ops.length; i++) ops[i]!.committed?.(results[i]);
-    if (runHook) hook!.committed(hookResult);
+    if (runHook && hookError === undefined) hookNow!.committed(hookResult);
+    else if (runHook) {
+      hookNow!.failed(toStorageError(hookError));
+      hookRetry ??= setTimeout(() => {
+        hookRetry = undefined;
+        wanted = true;
+        schedule();
+      }, RETRY_DELAY_MS * 4);
+    }
     settleIdle();
   }
 
@@ -188,6 +210,8 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     },
     close() {
       closed = true;
+      clearTimeout(hookRetry);
+      hookRetry = undefined;
       if (scheduled) {
         // Clear by kind: clearImmediate() on a Timeout corrupts Node's immediate queue, and no
         // setImmediate callback in the process runs again.

@@ -504,7 +504,15 @@ export function createSupervisor(deps: SupervisorDeps) {
         }
         committer.wake();
       });
-      committer.setHook({ run: claim, committed: claimed as (r: unknown) => void });
+      committer.setHook({
+        run: claim,
+        committed: claimed as (r: unknown) => void,
+        failed: (error) => {
+          // The claim rolled back: forget what it learnt about empty queues, and report it.
+          for (const name of knownQueues) hot.add(name);
+          events.emit({ type: 'error', code: error.code, message: `Claim failed, retrying: ${error.message}`, at: clock.now() });
+        },
+      });
       schedulePoll();
       committer.wake();
     },

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { CrashPoint } from '../../src/crash-points.js';
 import type { ChildOptions } from './harness/child.js';
-import { formatSummary } from './harness/checker.js';
+import { check, formatSummary } from './harness/checker.js';
 import { FILES } from './harness/protocol.js';
 import { createRunDir, createRunRecorder, drainAndCheck, runChild } from './harness/run.js';
 
@@ -25,6 +25,8 @@ const POINTS: CrashPoint[] = [
 ];
 
 const BASE_SEED = process.env.SPOOL_SEED !== undefined ? Number(process.env.SPOOL_SEED) : Math.floor(Math.random() * 2 ** 31);
+
+/** Rows in flight on disk. */
 function inflight(dir: string): number {
   const db = new Database(`${dir}/${FILES.db}`, { fileMustExist: true });
   try {
@@ -94,4 +96,32 @@ describe('crash points', () => {
       }
     }, 120_000);
   }
+});
+
+describe('checker', () => {
+  it('flags a lost, a phantom, a stuck and a split-brain row', async () => {
+    const { dir, cleanup } = createRunDir();
+    const recorder = createRunRecorder(dir);
+    const options: ChildOptions = { dir, run: 0, mode: 'produce+consume', seed: BASE_SEED, messages: 60, keepDone: true, exitWhenIdle: true };
+    recorder.record(options, await runChild(options), {});
+    const clean = await drainAndCheck(dir, 1, BASE_SEED, recorder);
+    expect(clean.summary.ok, [formatSummary(clean.summary), ...clean.details].join('\n')).toBe(true);
+
+    const db = new Database(`${dir}/${FILES.db}`, { fileMustExist: true });
+    const [poison, other] = db.prepare(`SELECT id FROM messages WHERE state = 'dead' LIMIT 2`).pluck().all() as string[];
+    const done = db.prepare(`SELECT id FROM messages WHERE state = 'done' LIMIT 1`).pluck().get() as string;
+    expect(poison && other && done, 'the run left two dead letters and a done row to tamper with').toBeTruthy();
+    db.prepare('DELETE FROM messages WHERE id = ?').run(poison);
+    db.prepare(`UPDATE messages SET payload = json_set(payload, '$.text', 'tampered') WHERE id = ?`).run(other);
+    db.prepare(`UPDATE messages SET state = 'pending' WHERE id = ?`).run(done);
+    db.close();
+
+    const { summary, details } = check(dir);
+    expect(summary.lost, details.join('\n')).toBe(1);
+    expect(summary.phantom, details.join('\n')).toBe(1);
+    expect(summary.stuck, details.join('\n')).toBe(1);
+    expect(summary.violations.I8, details.join('\n')).toBe(1);
+    expect(summary.ok).toBe(false);
+    cleanup();
+  }, 60_000);
 });

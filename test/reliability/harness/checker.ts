@@ -283,8 +283,9 @@ export function check(dir: string, options: { now?: number } = {}): CheckResult 
   }
   phantom = phantoms.size;
 
-  // Runs, and which of them ended with a message in flight (I4's crash allowance).
+  // Runs that a SIGKILL ended (by the parent or a crash point).
   const kills = runs.filter((r) => r.signal === 'SIGKILL').length;
+  const killedRuns = new Set(runs.filter((r) => r.signal === 'SIGKILL').map((r) => r.r));
 
   // I1 / I3 / I4 / I5 per sent payload.
   let lost = 0;
@@ -320,6 +321,10 @@ export function check(dir: string, options: { now?: number } = {}): CheckResult 
       } else if (newestEnd?.o !== 'ok') {
         lost += 1;
         fail('I1', `${id} (${key}) vanished but its newest delivery (${newest ? `#${newest.d}` : 'none'}) never returned ok`);
+      } else if (!events.some((e) => e.e === 'state' && e.to === 'done') && !killedRuns.has(newest!.r)) {
+        // Only a SIGKILL between the commit and the log write can hide the done event.
+        lost += 1;
+        fail('I1', `${id} (${key}) vanished without a done event, and run ${newest!.r} that last handled it was not killed`);
       } else done += 1;
     } else if (row.state === 'done') {
       done += 1;

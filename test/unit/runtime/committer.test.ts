@@ -19,11 +19,11 @@ describe('committer', () => {
   beforeEach(() => {
     temp = tempDb();
     handle = openDatabase(temp.path, 'normal');
-    // Counts every transaction (and savepoint) the committer opens on its connection.
+    // Counts the top-level transactions the committer opens (savepoints inside one are not counted).
     transactions = 0;
     const original = handle.sqlite.transaction.bind(handle.sqlite);
     handle.sqlite.transaction = ((fn: Parameters<typeof original>[0]) => {
-      transactions += 1;
+      if (!handle.sqlite.inTransaction) transactions += 1;
       return original(fn);
     }) as typeof handle.sqlite.transaction;
     reader = new Database(temp.path);
@@ -172,6 +172,7 @@ describe('committer', () => {
         log.push(`hook committed ${String(count)}`);
         hookDone();
       },
+      failed: (error) => log.push(`hook failed ${error.code}`),
     });
     const a = op('send', () => (log.push('run a'), insertQueue('a')), () => log.push('committed a'));
     committer.enqueue(a.item);
@@ -191,6 +192,32 @@ describe('committer', () => {
     committer.wake();
     await hookCommitted;
     expect(hookSaw).toEqual(['a', 'b']);
+  });
+
+  it('rolls back only a failing hook, commits the ops, reports the failure and runs the hook again later', async () => {
+    let runs = 0;
+    const failures: string[] = [];
+    let ranAgain!: () => void;
+    const again = new Promise<void>((resolve) => (ranAgain = resolve));
+    committer.setHook({
+      run: () => {
+        runs += 1;
+        insertQueue(`hook-${runs}`);
+        if (runs === 1) throw new Error('claim exploded');
+        return runs;
+      },
+      committed: () => ranAgain(),
+      failed: (error) => failures.push(`${error.code}: ${error.message}`),
+    });
+    const a = op('send', () => insertQueue('a'));
+    committer.enqueue(a.item);
+    committer.wake();
+    await a.settled;
+    expect(names(reader)).toEqual(['a']);
+    expect(failures).toEqual(['STORAGE_ERROR: Storage failed: claim exploded']);
+    await again;
+    expect(runs).toBe(2);
+    expect(names(reader)).toEqual(['a', 'hook-2']);
   });
 
   it('resolves drain() at once when idle, and after everything queued has landed', async () => {
