@@ -12,7 +12,7 @@ import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import { openDatabase, type DbHandle } from './db/client.js';
 import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
 import { createRepository, type MessageRow, type Repository } from './db/repository.js';
-import { isBusy, isFull, runTransaction } from './db/transaction.js';
+import { isBusy, isFull, runTransaction, sqliteCode } from './db/transaction.js';
 import { SpoolError } from './errors.js';
 import { createEventBus, type SpoolEvent } from './events.js';
 import { parseOptions, type SpoolOptions } from './options.js';
@@ -188,6 +188,9 @@ export function createSpool(options: SpoolOptions): Spool {
     let live = maxPending === null ? 0 : r.countLive(queue);
     return rows.map((row, i) => {
       if (maxPending !== null && live >= maxPending) {
+        // A resend of a live message stores nothing, so a full queue still answers with its id.
+        const held = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
+        if (held !== undefined) return held;
         throw new SpoolError('QUEUE_FULL', `Queue "${queue}" holds ${live} pending or in-flight messages; maxPending is ${maxPending}`, {
           details: { queue, maxPending },
         });
@@ -372,7 +375,12 @@ export function createSpool(options: SpoolOptions): Spool {
           }
           const next = stepper.step(snapshot, { type: 'REQUEUE', at: now });
           const change = transitionRow(stepper, row.seq, { state: 'dead', token: row.leaseToken }, next, { token: null, owner: null }, now);
-          if (r.write(change)) moved.push(row);
+          try {
+            if (r.write(change)) moved.push(row);
+          } catch (error) {
+            // Its key (or content) is held by a live message sent since: it stays dead, the rest move.
+            if (sqliteCode(error) !== 'SQLITE_CONSTRAINT_UNIQUE') throw error;
+          }
         }
       });
       for (const row of moved) {

@@ -353,8 +353,8 @@ export function createSupervisor(deps: SupervisorDeps) {
           crashPoint('retry.scheduled');
           hot.add(entry.queue);
           if (next.context.visibleAt > now) armDelayed(next.context.visibleAt);
-          // A retry due now (zero backoff, jitter drawing 0, RetryAfterError(0)) was written after
-          // this tick's claim ran, so ask for another claim instead of waiting for the poll.
+          // A retry due now (zero backoff, jitter drawing 0, RetryAfterError(0)): its queue became
+          // hot only after this tick's claim ran, so ask for another claim rather than the poll.
           else committer.wake();
         }
       },

@@ -61,6 +61,16 @@ describe('backpressure (maxPending)', () => {
     await reached(spool.events$, 'done', 3, 'jobs');
   });
 
+  it('answers a resend of a live message with its id even when the queue is full', async () => {
+    const { spool } = setup({ queues: { jobs: { maxPending: 2, dedupe: 'content' } } });
+    const keyed = await spool.send('jobs', { n: 1 }, { key: 'order-1' });
+    const content = await spool.send('jobs', { a: 1, b: 2 });
+    expect(await spool.send('jobs', { n: 1 }, { key: 'order-1' })).toBe(keyed);
+    expect(await spool.send('jobs', { b: 2, a: 1 })).toBe(content);
+    await expect(spool.send('jobs', { n: 2 }, { key: 'order-2' })).rejects.toMatchObject({ code: 'QUEUE_FULL' });
+    expect(await total(spool, 'jobs')).toBe(2);
+  });
+
   it('does not count dead letters', async () => {
     const { spool } = setup({ queues: { jobs: { maxPending: 1 } } });
     spool.register('jobs', () => {

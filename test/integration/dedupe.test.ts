@@ -1,7 +1,7 @@
 /** Idempotency keys and content dedup: one live message per key (or per payload) and queue. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSpool, NonRetryableError, type Spool, type SpoolEvent } from '../../src/index.js';
-import { nextEvent } from '../helpers/events.js';
+import { nextEvent, reached } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
 import { tempDb } from '../helpers/temp-db.js';
 import { createTestClock } from '../helpers/test-clock.js';
@@ -90,6 +90,24 @@ describe('idempotency key', () => {
     expect(again).not.toBe(first);
     expect(await spool.get(first)).toMatchObject({ state: 'dead' });
     expect(await spool.get(again)).toMatchObject({ state: 'pending' });
+  });
+
+  it('requeue leaves a dead letter dead while a live message holds its key, and moves the rest', async () => {
+    const { spool } = setup();
+    spool.register('email', () => {
+      throw new NonRetryableError('no');
+    });
+    await spool.start();
+    const settled = reached(spool.events$, 'dead', 2);
+    const [keyed, plain] = [await spool.send('email', { n: 1 }, { key: 'k' }), await spool.send('email', { n: 2 })];
+    await settled;
+    await spool.stop();
+    const holder = await spool.send('email', { n: 3 }, { key: 'k' });
+    expect(await spool.requeue({ queue: 'email' })).toBe(1);
+    expect(await spool.get(keyed)).toMatchObject({ state: 'dead' });
+    expect(await spool.get(plain)).toMatchObject({ state: 'pending' });
+    expect(await spool.get(holder)).toMatchObject({ state: 'pending' });
+    expect(await spool.requeue(keyed)).toBe(0);
   });
 
   it('dedupes within one batch', async () => {

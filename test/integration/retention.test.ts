@@ -159,7 +159,7 @@ describe('large sweeps', () => {
     expect((await spool.stats()).queues.orphan).toMatchObject({ dead: ROWS, pending: 0 });
     clock.advance(1001);
 
-    // Warm the stream up, and take its usual longest gap without a sweep as the baseline.
+    // Warm the stream up; its gaps without a sweep are the baseline.
     await spool.send('work', {});
     const warm = nextEvent(spool.events$, () => starts.length >= 600, { timeoutMs: 20_000 });
     await warm;
