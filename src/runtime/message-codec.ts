@@ -1,6 +1,6 @@
 /** Between rows and the machine: the columns a snapshot implies, and the public message view. */
 import { MESSAGE_SNAPSHOT_VERSION, type MessageState, type StoredError } from '../../machines/message.machine.js';
-import { stateOf, type MessageSnapshot, type MessageStepper } from '../../machines/stepper.js';
+import { stateOf, type MessageSnapshot, type MessageStepper, type PersistedMessage } from '../../machines/stepper.js';
 import type { MessageRow, RowTransition } from '../db/repository.js';
 
 /** The columns of a transition to `next`, fenced on the row's current state and token. */
@@ -11,6 +11,7 @@ export function transitionRow(
   next: MessageSnapshot,
   lease: { token: string | null; owner: string | null },
   now: number,
+  persisted: PersistedMessage = stepper.persist(next),
 ): RowTransition {
   const ctx = next.context;
   const state = stateOf(next);
@@ -19,7 +20,7 @@ export function transitionRow(
     expectState: expect.state,
     expectToken: expect.token,
     state,
-    snapshot: JSON.stringify({ v: MESSAGE_SNAPSHOT_VERSION, ...stepper.persist(next) }),
+    snapshot: JSON.stringify({ v: MESSAGE_SNAPSHOT_VERSION, ...persisted }),
     attempt: ctx.attempt,
     deliveries: ctx.deliveries,
     visibleAt: ctx.visibleAt,

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { createActor, type ActorRefFrom, type InspectionEvent, type Observer } from 'xstate';
 import { messageMachine, type MessageEvent, type MessageState, type StoredError } from '../../machines/message.machine.js';
-import { stateOf, type MessageSnapshot, type MessageStepper } from '../../machines/stepper.js';
+import { stateOf, type MessageSnapshot, type MessageStepper, type PersistedMessage } from '../../machines/stepper.js';
 import { DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
 import { backoffDelay } from '../../machines/retry-policy.js';
 import type { Clock, TimerHandle } from '../clock.js';
@@ -53,9 +53,9 @@ interface Inflight {
 
 interface Claimed {
   row: MessageRow;
-  pending: unknown;
+  /** The committed `processing` snapshot, persisted form: the live actor is restored from it. */
+  persisted: PersistedMessage;
   entry: Inflight;
-  events: [MessageEvent, MessageEvent];
 }
 
 interface Disposition {
@@ -208,8 +208,7 @@ export function createSupervisor(deps: SupervisorDeps) {
       return corrupt(row, error, now, result);
     }
     const policy = policyFor(settings.get(), row.queue);
-    const claimEvent: MessageEvent = { type: 'CLAIM', at: now };
-    const activating = stepper.step(pending, claimEvent);
+    const activating = stepper.step(pending, { type: 'CLAIM', at: now });
     if (!consumers.has(row.queue)) {
       const error: StoredError = { code: 'NO_CONSUMER', message: `No consumer is registered for queue "${row.queue}"` };
       const drop = settings.get().noConsumer === 'delete';
@@ -221,10 +220,10 @@ export function createSupervisor(deps: SupervisorDeps) {
       return;
     }
     const deadline = policy.timeoutMs === null ? null : now + policy.timeoutMs;
-    const startEvent: MessageEvent = { type: 'START', at: now, leaseExpiresAt: deadline };
-    const processing = stepper.step(activating, startEvent);
+    const processing = stepper.step(activating, { type: 'START', at: now, leaseExpiresAt: deadline });
     const token = randomUUID();
-    const ok = repo.write(transitionRow(stepper, row.seq, { state: 'pending', token: null }, processing, { token, owner: null }, now));
+    const persisted = stepper.persist(processing);
+    const ok = repo.write(transitionRow(stepper, row.seq, { state: 'pending', token: null }, processing, { token, owner: null }, now, persisted));
     if (!ok) return;
     const ctx = processing.context;
     const entry: Inflight = {
@@ -249,7 +248,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         createdAt: row.createdAt,
       },
     };
-    result.claimed.push({ row, pending: stepper.persist(pending), entry, events: [claimEvent, startEvent] });
+    result.claimed.push({ row, persisted, entry });
   }
 
   /** A row whose snapshot or payload cannot be read goes to dead with CORRUPT_ROW. */
@@ -285,11 +284,10 @@ export function createSupervisor(deps: SupervisorDeps) {
   function launch(c: Claimed, at: number) {
     const { entry } = c;
     inflight.set(entry.seq, entry);
-    // Apply the committed transitions to a live actor restored from the pending snapshot.
-    const live = createActor(messageMachine, { snapshot: c.pending as never, input: { visibleAt: 0 }, inspect, id: entry.id });
+    // Activate the message's actor from its committed snapshot (a virtual actor: the row is the
+    // truth). Replaying CLAIM and START on it would recompute what the claim already committed.
+    const live = createActor(messageMachine, { snapshot: c.persisted as never, input: { visibleAt: 0 }, inspect, id: entry.id });
     live.start();
-    live.send(c.events[0]);
-    live.send(c.events[1]);
     entry.actor = live;
     emitState(entry.id, entry.queue, 'pending', 'activating', entry.message.attempt, at);
     emitState(entry.id, entry.queue, 'activating', 'processing', entry.message.attempt, at);
