@@ -226,6 +226,9 @@ export function createSpool(options: SpoolOptions): Spool {
         }
       });
       if (rows.length === 0) return Promise.resolve([]);
+      // Ready rows: the claim joins this insert's group transaction, so the handler can start
+      // right after that one commit (one event-loop turn, not two).
+      if (rows[0]!.ready) supervisor?.noteSending(queue);
       return new Promise((resolve, reject) => {
         c.enqueue({
           kind: 'send',
@@ -242,7 +245,7 @@ export function createSpool(options: SpoolOptions): Spool {
               }
             }
             const first = rows[0]!;
-            supervisor?.noteSent(queue, first.ready ? null : first.visibleAt);
+            if (!first.ready) supervisor?.noteSent(queue, first.visibleAt);
             resolve(ids);
           },
           failed: reject,

@@ -113,7 +113,7 @@ export function createRepository(db: DbHandle) {
     `DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?`,
   );
   const inflight = sqlite.prepare(
-    `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') ORDER BY seq LIMIT ?`,
+    `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') LIMIT ?`,
   );
   const byId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE id = ?`);
   const settingsRow = sqlite.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1');
@@ -164,7 +164,7 @@ export function createRepository(db: DbHandle) {
     remove(seq: number, state: MessageState, token: string | null): boolean {
       return remove.run(seq, state, token).changes === 1;
     },
-    /** In-flight rows (for boot recovery), in send order. */
+    /** In-flight rows (for boot recovery), through the partial index: no table scan at boot. */
     inflight(limit: number): MessageRow[] {
       return inflight.all(limit) as MessageRow[];
     },

@@ -11,14 +11,36 @@ export type TransactionMode = 'deferred' | 'immediate';
  * it is rejected, and everything it wrote before returning is rolled back.
  */
 export function runTransaction<T>(sqlite: Database.Database, fn: () => T, mode: TransactionMode = 'immediate'): T {
-  const wrapped = sqlite.transaction(() => {
-    const result = fn();
-    if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
-      throw new SpoolError('INVALID_ARGUMENT', 'A transaction callback returned a promise; transactions must be synchronous');
-    }
-    return result;
-  });
-  return mode === 'immediate' ? wrapped.immediate() : wrapped.deferred();
+  const runner = runnerFor(sqlite);
+  if (!sqlite.inTransaction) counts.set(sqlite, (counts.get(sqlite) ?? 0) + 1);
+  return (mode === 'immediate' ? runner.immediate(fn) : runner.deferred(fn)) as T;
+}
+
+const counts = new WeakMap<Database.Database, number>();
+
+/** How many top-level transactions this module has run on a connection (tests, diagnostics). */
+export function transactionCount(sqlite: Database.Database): number {
+  return counts.get(sqlite) ?? 0;
+}
+
+type Runner = Database.Transaction<(fn: () => unknown) => unknown>;
+// One wrapper per connection: better-sqlite3 builds a new one (and its closures) per
+// transaction() call, which the hot path would otherwise pay on every group commit.
+const runners = new WeakMap<Database.Database, Runner>();
+
+function runnerFor(sqlite: Database.Database): Runner {
+  let runner = runners.get(sqlite);
+  if (!runner) {
+    runner = sqlite.transaction((fn: () => unknown) => {
+      const result = fn();
+      if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
+        throw new SpoolError('INVALID_ARGUMENT', 'A transaction callback returned a promise; transactions must be synchronous');
+      }
+      return result;
+    });
+    runners.set(sqlite, runner);
+  }
+  return runner;
 }
 
 /** Runs `fn` inside a savepoint of the current transaction; its writes roll back alone if it throws. */

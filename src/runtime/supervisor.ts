@@ -43,7 +43,8 @@ interface Inflight {
   token: string;
   snapshot: MessageSnapshot;
   actor: MessageActor | undefined;
-  controller: AbortController;
+  /** Created on first use of `signal`: most handlers never read it. */
+  controller: AbortController | undefined;
   deadline: number | null;
   settled: boolean;
   message: Message;
@@ -234,7 +235,7 @@ export function createSupervisor(deps: SupervisorDeps) {
       token,
       snapshot: processing,
       actor: undefined,
-      controller: new AbortController(),
+      controller: undefined,
       deadline,
       settled: false,
       finished: Promise.resolve(),
@@ -296,7 +297,11 @@ export function createSupervisor(deps: SupervisorDeps) {
     const handler = consumers.get(entry.queue)!;
     let result: unknown;
     try {
-      result = handler(entry.message, { signal: entry.controller.signal });
+      result = handler(entry.message, {
+        get signal() {
+          return (entry.controller ??= new AbortController()).signal;
+        },
+      });
     } catch (thrown) {
       settle(entry, outcomeOf(thrown));
       return;
@@ -381,6 +386,11 @@ export function createSupervisor(deps: SupervisorDeps) {
     }
   }
 
+  /** Aborts a handler's signal; one that never read it gets an already-aborted one if it does later. */
+  function abort(entry: Inflight, reason: SpoolError) {
+    (entry.controller ??= new AbortController()).abort(reason);
+  }
+
   // ---- timers ---------------------------------------------------------------------------------
 
   function armDelayed(at: number) {
@@ -411,7 +421,7 @@ export function createSupervisor(deps: SupervisorDeps) {
       if (entry.deadline <= now) {
         const error = new SpoolError('TIMEOUT', `The handler of ${entry.queue} ran past its timeoutMs`);
         settle(entry, { kind: 'fail', error: { code: 'TIMEOUT', message: error.message } });
-        entry.controller.abort(error);
+        abort(entry, error);
       } else if (nearest === null || entry.deadline < nearest) nearest = entry.deadline;
     }
     if (nearest !== null) armDeadline(nearest);
@@ -540,7 +550,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         entry.settled = true;
         const { seq, token } = entry;
         committer.enqueue({ kind: 'transition', run: () => repo.markAbandoned(seq, token) });
-        entry.controller.abort(new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
+        abort(entry, new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
         entry.actor?.stop();
         inflight.delete(entry.seq);
         release(entry.pool);
@@ -551,6 +561,13 @@ export function createSupervisor(deps: SupervisorDeps) {
       deadlineAt = null;
       applyReleases();
       committer.setHook(undefined);
+    },
+    /** A local send of ready rows is about to be queued: claim in the same group transaction. */
+    noteSending(queue: string) {
+      knownQueues.add(queue);
+      if (!running) return;
+      hot.add(queue);
+      committer.wake();
     },
     /** Marks a queue as possibly holding ready rows (a local send) and asks for a claim. */
     noteSent(queue: string, delayedUntil: number | null) {

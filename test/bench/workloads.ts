@@ -44,6 +44,17 @@ export const LATENCY = { sends: 1000, spacingMs: 2, warmup: 50, concurrency: 4 }
 /** Claim workload: consumer concurrency. */
 export const CLAIM_CONCURRENCY = 8;
 
+/** Handlers at once, per workload (the send workloads start no consumer). */
+const CONCURRENCY: Record<WorkloadName, number> = {
+  send: 1,
+  concurrent: 1,
+  batch: 1,
+  'drain-c1': 1,
+  'drain-c8': 8,
+  latency: LATENCY.concurrency,
+  claim: CLAIM_CONCURRENCY,
+};
+
 const noopHooks: MeasureHooks = { begin: async () => {}, end: async () => {} };
 const noop = async (): Promise<void> => {};
 
@@ -53,7 +64,7 @@ export async function runOne(spec: RunSpec): Promise<Metrics> {
   let handle: QueueHandle | undefined;
   try {
     const hooks = spec.hooks ?? noopHooks;
-    const concurrency = spec.workload === 'drain-c1' ? 1 : spec.workload === 'drain-c8' ? 8 : spec.workload === 'latency' ? LATENCY.concurrency : spec.workload === 'claim' ? CLAIM_CONCURRENCY : 1;
+    const concurrency = CONCURRENCY[spec.workload];
     let path: string | undefined;
     if (spec.workload === 'claim') {
       path = join(tmp.dir, 'copy.db');

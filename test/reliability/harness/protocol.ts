@@ -97,7 +97,7 @@ export interface CheckLine {
 /** Queues of the workload: two share the default pool, two have their own executor. */
 export const QUEUES = ['email', 'audit', 'image', 'report'] as const;
 /** The report queue's handler timeout, ms: slow messages overrun it on attempt 1. */
-export const REPORT_TIMEOUT_MS = 150;
+export const REPORT_TIMEOUT_MS = 100;
 /** How far a far-delayed message is delayed: it must still be pending (delayed) after the drain. */
 export const FAR_DELAY_MS = 3_600_000;
 /** Max attempts per message (poison messages reach dead after this many). */

@@ -5,6 +5,7 @@ import { openDatabase, type DbHandle } from '../../../src/db/client.js';
 import { SpoolError } from '../../../src/errors.js';
 import { createEventBus, type EventBus } from '../../../src/events.js';
 import { createCommitter, type Committer, type Op } from '../../../src/runtime/committer.js';
+import { transactionCount } from '../../../src/db/transaction.js';
 import { nextEvent } from '../../helpers/events.js';
 import { tempDb } from '../../helpers/temp-db.js';
 
@@ -14,18 +15,14 @@ describe('committer', () => {
   let reader: Database.Database;
   let events: EventBus;
   let committer: Committer;
-  let transactions: number;
+  const counter = { value: 0 };
 
   beforeEach(() => {
     temp = tempDb();
     handle = openDatabase(temp.path, 'normal');
-    // Counts the top-level transactions the committer opens (savepoints inside one are not counted).
-    transactions = 0;
-    const original = handle.sqlite.transaction.bind(handle.sqlite);
-    handle.sqlite.transaction = ((fn: Parameters<typeof original>[0]) => {
-      if (!handle.sqlite.inTransaction) transactions += 1;
-      return original(fn);
-    }) as typeof handle.sqlite.transaction;
+    // Counts the top-level transactions run on the committer's connection from here on.
+    const base = transactionCount(handle.sqlite);
+    Object.defineProperty(counter, 'value', { get: () => transactionCount(handle.sqlite) - base, configurable: true });
     reader = new Database(temp.path);
     events = createEventBus();
     committer = createCommitter(handle.sqlite, events, systemClock);
@@ -83,7 +80,7 @@ describe('committer', () => {
     expect(log).toEqual([]); // nothing runs synchronously in enqueue
 
     expect(await Promise.all(ops.map((o) => o.settled))).toEqual(['A', 'B', 'C']);
-    expect(transactions).toBe(1);
+    expect(counter.value).toBe(1);
     expect(log).toEqual(['run a', 'run b', 'run c', 'committed a', 'committed b', 'committed c']);
     // Each op saw the earlier ops' uncommitted writes; another connection saw none of them.
     expect(seen).toEqual({
@@ -105,7 +102,7 @@ describe('committer', () => {
     });
     committer.enqueue(second.item);
     await second.settled;
-    expect(transactions).toBe(2);
+    expect(counter.value).toBe(2);
     expect(readerSaw).toEqual(['first']);
   });
 
@@ -178,7 +175,7 @@ describe('committer', () => {
     committer.enqueue(a.item);
     committer.wake();
     await hookCommitted;
-    expect(transactions).toBe(1);
+    expect(counter.value).toBe(1);
     expect(hookSaw).toEqual(['a']);
     expect(log).toEqual(['run a', 'hook run', 'committed a', 'hook committed 1']);
 
