@@ -238,6 +238,10 @@ export function createRepository(db: DbHandle) {
     incrementalVacuum(pages: number): void {
       sqlite.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
     },
+    /** Copies what the WAL holds into the database without waiting on readers. */
+    checkpointPassive(): void {
+      sqlite.pragma('wal_checkpoint(PASSIVE)');
+    },
     /** Checkpoints the WAL and truncates it. */
     checkpointTruncate(): void {
       sqlite.pragma('wal_checkpoint(TRUNCATE)');

@@ -11,8 +11,8 @@ import type { EventBus } from '../events.js';
 import type { SettingsRuntime } from '../settings/store.js';
 
 /** Rows deleted per transaction: small enough to keep each pause short. */
-export const SWEEP_BATCH = 500;
-const VACUUM_STEP_PAGES = 256;
+export const SWEEP_BATCH = 200;
+const VACUUM_STEP_PAGES = 128;
 
 /** The sweep's handle. */
 export interface Maintenance {
@@ -37,6 +37,12 @@ export function createMaintenance(deps: {
   let running = false;
   let sweeping: Promise<{ deleted: number; freedPages: number; longestBatchMs: number }> | undefined;
 
+  function checkpointStep(): number {
+    const started = performance.now();
+    repo.checkpointPassive();
+    return performance.now() - started;
+  }
+
   async function batches(work: () => number): Promise<{ total: number; longest: number }> {
     let total = 0;
     let longest = 0;
@@ -46,6 +52,10 @@ export function createMaintenance(deps: {
       longest = Math.max(longest, performance.now() - started);
       total += n;
       if (n === 0) break;
+      await tick();
+      // Checkpoint each batch's few pages as a step of its own. Otherwise SQLite's automatic
+      // checkpoint copies ~1000 pages inside some later commit: one long pause for the claims.
+      longest = Math.max(longest, checkpointStep());
       await tick();
     }
     return { total, longest };
@@ -71,6 +81,8 @@ export function createMaintenance(deps: {
       repo.incrementalVacuum(Math.min(free, VACUUM_STEP_PAGES));
       longest = Math.max(longest, performance.now() - started);
       freedPages += Math.min(free, VACUUM_STEP_PAGES);
+      await tick();
+      longest = Math.max(longest, checkpointStep());
       await tick();
     }
     if (freedPages > 0 || deleted > 0) repo.checkpointTruncate();
