@@ -3,10 +3,9 @@
  * committer and the supervisor, and owns the lifecycle: start, stop, close.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { Observable } from 'rxjs';
 import type { ActorRefFrom } from 'xstate';
-import type { MessageState } from '../machines/message.machine.js';
+import { MESSAGE_SNAPSHOT_VERSION, type MessageState } from '../machines/message.machine.js';
 import { createMessageStepper, type MessageSnapshot } from '../machines/stepper.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import { openDatabase, type DbHandle } from './db/client.js';
@@ -20,13 +19,11 @@ import { crashPoint } from './crash-points.js';
 import { BUSY_GIVE_UP_MS, createCommitter, RETRY_DELAY_MS, toStorageError, type Committer } from './runtime/committer.js';
 import type { Handler } from './runtime/handler.js';
 import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
-import { decodeSnapshot, encodeSnapshot, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
-import { deadLetter } from './runtime/message-codec.js';
+import { deadLetter, decodeSnapshot, encodeSnapshot, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
 import { createSupervisor, type SupervisorRuntime } from './runtime/supervisor.js';
 import { policyFor, queueSettings, type Settings } from './settings/schema.js';
 import { createSettingsStore, type SettingsStore } from './settings/store.js';
 import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
-import { MESSAGE_SNAPSHOT_VERSION } from '../machines/message.machine.js';
 
 /** Per-queue counts in stats(). `done` counts finished rows kept by retention. */
 export interface QueueCounts {
