@@ -1,30 +1,15 @@
 /** maxPending: pending plus in-flight messages of a queue are capped; a send beyond it is QUEUE_FULL. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, isSpoolError, NonRetryableError, type Spool } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { isSpoolError, NonRetryableError } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { queueTotal, useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(config: Record<string, unknown>) {
-  db = tempDb();
-  spool = createSpool({ path: db.path, clock: createTestClock(), config });
-  return { spool };
-}
-
-async function total(spool: Spool, queue: string) {
-  const counts = (await spool.stats()).queues[queue];
-  return counts ? Object.values(counts).reduce((a, b) => a + b, 0) : 0;
+  return { spool: spools.open({ clock: createTestClock(), config }) };
 }
 
 describe('backpressure (maxPending)', () => {
@@ -44,7 +29,7 @@ describe('backpressure (maxPending)', () => {
     expect(isSpoolError(error, 'QUEUE_FULL')).toBe(true);
     expect((error as Error).message).toContain('maxPending is 3');
     expect(error).toMatchObject({ details: { queue: 'jobs', maxPending: 3 } });
-    expect(await total(spool, 'jobs')).toBe(3);
+    expect(await queueTotal(spool, 'jobs')).toBe(3);
     expect(announced).toEqual([]);
 
     // Other queues are not limited by this one's cap.
@@ -68,7 +53,7 @@ describe('backpressure (maxPending)', () => {
     expect(await spool.send('jobs', { n: 1 }, { key: 'order-1' })).toBe(keyed);
     expect(await spool.send('jobs', { b: 2, a: 1 })).toBe(content);
     await expect(spool.send('jobs', { n: 2 }, { key: 'order-2' })).rejects.toMatchObject({ code: 'QUEUE_FULL' });
-    expect(await total(spool, 'jobs')).toBe(2);
+    expect(await queueTotal(spool, 'jobs')).toBe(2);
   });
 
   it('does not count dead letters', async () => {
@@ -94,6 +79,6 @@ describe('backpressure (maxPending)', () => {
     await spool.send('jobs', { n: 2 });
     await spool.settings.update({ queues: { jobs: { maxPending: 100 } } });
     for (let n = 3; n <= 10; n++) await spool.send('jobs', { n });
-    expect(await total(spool, 'jobs')).toBe(10);
+    expect(await queueTotal(spool, 'jobs')).toBe(10);
   });
 });

@@ -1,30 +1,15 @@
 /** sendBatch: ids in order, the options on every item, and all of the batch stored or none of it. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, isSpoolError, type Spool } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { isSpoolError } from '../../src/index.js';
 import { reached } from '../helpers/events.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { queueTotal, useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(config: Record<string, unknown> = {}) {
-  db = tempDb();
   const clock = createTestClock();
-  spool = createSpool({ path: db.path, clock, config });
-  return { spool, clock };
-}
-
-async function total(spool: Spool, queue: string) {
-  const counts = (await spool.stats()).queues[queue];
-  return counts ? Object.values(counts).reduce((a, b) => a + b, 0) : 0;
+  return { spool: spools.open({ clock, config }), clock };
 }
 
 describe('sendBatch', () => {
@@ -64,7 +49,7 @@ describe('sendBatch', () => {
     const { spool } = setup();
     expect(await spool.sendBatch('jobs', [])).toEqual([]);
     await expect(spool.sendBatch('jobs', { n: 1 } as unknown as unknown[])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect(await total(spool, 'jobs')).toBe(0);
+    expect(await queueTotal(spool, 'jobs')).toBe(0);
   });
 
   it('stores nothing when one item is invalid, and names the item', async () => {
@@ -74,7 +59,7 @@ describe('sendBatch', () => {
     expect(isSpoolError(error, 'INVALID_PAYLOAD')).toBe(true);
     expect(error).toMatchObject({ details: { index: 1 } });
     expect((error as Error).message).toMatch(/^Item 1: /);
-    expect(await total(spool, 'jobs')).toBe(1);
+    expect(await queueTotal(spool, 'jobs')).toBe(1);
   });
 
   it('stores nothing when the batch would overflow maxPending part-way (QUEUE_FULL)', async () => {
@@ -86,11 +71,11 @@ describe('sendBatch', () => {
     const error = await spool.sendBatch('jobs', [{ n: 4 }, { n: 5 }, { n: 6 }, { n: 7 }]).catch((e: unknown) => e);
     expect(isSpoolError(error, 'QUEUE_FULL')).toBe(true);
     expect(error).toMatchObject({ details: { queue: 'jobs', maxPending: 5 } });
-    expect(await total(spool, 'jobs')).toBe(3);
+    expect(await queueTotal(spool, 'jobs')).toBe(3);
     expect(announced).toEqual([]);
     // A batch that fits exactly is stored whole.
     expect(await spool.sendBatch('jobs', [{ n: 4 }, { n: 5 }])).toHaveLength(2);
-    expect(await total(spool, 'jobs')).toBe(5);
+    expect(await queueTotal(spool, 'jobs')).toBe(5);
   });
 
   it('a failed batch does not affect sends committed beside it', async () => {
@@ -104,7 +89,7 @@ describe('sendBatch', () => {
     expect(single.status).toBe('fulfilled');
     expect(batch.status).toBe('rejected');
     expect(other.status).toBe('fulfilled');
-    expect(await total(spool, 'jobs')).toBe(1);
-    expect(await total(spool, 'other')).toBe(1);
+    expect(await queueTotal(spool, 'jobs')).toBe(1);
+    expect(await queueTotal(spool, 'other')).toBe(1);
   });
 });

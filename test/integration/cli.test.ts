@@ -3,43 +3,23 @@
  * spool that this process runs and owns. Argument and error cases that need no second process run
  * the same entry (runCli) in this process, because each spawn pays tsx's startup.
  */
-import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, DEFAULT_SETTINGS, type SettingsChangedEvent, type Spool, type SpoolOptions } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SETTINGS, type SettingsChangedEvent, type Spool } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
 import { runCli } from '../../src/cli/run.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { overridesRow } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Generous: tsx compiles the CLI at startup, and CI machines are slow. */
 const CLI_TIMEOUT_MS = 25_000;
 
-let spools: Spool[] = [];
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  for (const s of spools) await s.close();
-  spools = [];
-  db?.cleanup();
-  db = undefined;
-});
-
-function open(options: Partial<SpoolOptions> = {}): Spool {
-  db ??= tempDb();
-  const spool = createSpool({ path: db.path, ...options });
-  spools.push(spool);
-  return spool;
-}
-
-function path(): string {
-  db ??= tempDb();
-  return db.path;
-}
+const spools = useTempSpools();
 
 interface CliRun {
   code: number | null;
@@ -68,25 +48,16 @@ function json(run: CliRun): unknown {
   return JSON.parse(run.stdout);
 }
 
-function overridesRow(): { overrides: string; version: number } | undefined {
-  const other = new Database(path(), { readonly: true });
-  try {
-    return other.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1').get() as { overrides: string; version: number } | undefined;
-  } finally {
-    other.close();
-  }
-}
-
 describe('spool settings (CLI)', { timeout: 60_000 }, () => {
   it('get prints the effective settings as pure JSON; --config adds the file layer; --explain shows layers', async () => {
-    const spool = open();
+    const spool = spools.open();
     await spool.settings.update({ processor: { batchSize: 10 } });
-    const config = join(db!.dir, 'spool.config.json');
+    const config = join(spools.dir, 'spool.config.json');
     writeFileSync(config, JSON.stringify({ executor: { concurrency: 3 }, processor: { batchSize: 50 } }));
 
     const [plain, explained] = await Promise.all([
-      cli('settings', 'get', '--db', path()),
-      cli('settings', 'get', '--db', path(), '--config', config, '--explain'),
+      cli('settings', 'get', '--db', spools.path),
+      cli('settings', 'get', '--db', spools.path, '--config', config, '--explain'),
     ]);
 
     // Without --config: the defaults plus the stored overrides.
@@ -99,31 +70,31 @@ describe('spool settings (CLI)', { timeout: 60_000 }, () => {
   });
 
   it('update validates, persists and prints the result; reset drops overrides under a path, or all', async () => {
-    open().settings.get();
+    spools.open().settings.get();
 
-    const updated = await cli('settings', 'update', '--db', path(), '{"executor":{"concurrency":6},"queues":{"email.send":{"executor":{"concurrency":2},"paused":true}}}');
+    const updated = await cli('settings', 'update', '--db', spools.path, '{"executor":{"concurrency":6},"queues":{"email.send":{"executor":{"concurrency":2},"paused":true}}}');
     expect(json(updated)).toMatchObject({ executor: { concurrency: 6 }, queues: { 'email.send': { executor: { concurrency: 2 }, paused: true } } });
     expect(updated.stderr).toContain('settings changed');
     // A fresh spool on the file sees the stored overrides.
-    expect(open().settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 }, paused: true });
+    expect(spools.open().settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 }, paused: true });
 
-    const partly = json(await cli('settings', 'reset', '--db', path(), '--path', '["queues","email.send"]')) as typeof DEFAULT_SETTINGS;
+    const partly = json(await cli('settings', 'reset', '--db', spools.path, '--path', '["queues","email.send"]')) as typeof DEFAULT_SETTINGS;
     expect(partly.queues).toEqual({});
     expect(partly.executor.concurrency).toBe(6);
 
-    expect(json(await cli('settings', 'reset', '--db', path()))).toEqual(DEFAULT_SETTINGS);
-    expect(open().settings.get()).toEqual(DEFAULT_SETTINGS);
+    expect(json(await cli('settings', 'reset', '--db', spools.path))).toEqual(DEFAULT_SETTINGS);
+    expect(spools.open().settings.get()).toEqual(DEFAULT_SETTINGS);
   });
 
   it('an invalid patch exits non-zero with the coded message, prints nothing on stdout and changes nothing', async () => {
-    await open().settings.update({ queues: { email: { executor: { concurrency: 2 } } } });
-    const before = overridesRow();
+    await spools.open().settings.update({ queues: { email: { executor: { concurrency: 2 } } } });
+    const before = overridesRow(spools.path);
 
-    const run = await cli('settings', 'update', '--db', path(), '{"queues":{"email":{"executor":{"concurrency":-1}}}}');
+    const run = await cli('settings', 'update', '--db', spools.path, '{"queues":{"email":{"executor":{"concurrency":-1}}}}');
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/^INVALID_SETTINGS: .*queues\.email\.executor\.concurrency/);
-    expect(overridesRow()).toEqual(before);
+    expect(overridesRow(spools.path)).toEqual(before);
   });
 });
 
@@ -137,15 +108,15 @@ async function cliHere(...args: string[]): Promise<CliRun> {
 
 describe('spool command line parsing and errors (in process)', () => {
   it('rejects invalid patches and paths with INVALID_SETTINGS, exit 1, and changes nothing', async () => {
-    await open().settings.update({ queues: { email: { executor: { concurrency: 2 } } } });
-    const before = overridesRow();
+    await spools.open().settings.update({ queues: { email: { executor: { concurrency: 2 } } } });
+    const before = overridesRow(spools.path);
     const cases: [string[], string][] = [
-      [['settings', 'update', '--db', path(), '{"queues":{"email":{"executor":{"concurrency":"many"}}}}'], 'queues.email.executor.concurrency'],
-      [['settings', 'update', '--db', path(), '{"executor":{"concurrency":2},"workers":8}'], '"workers"'],
-      [['settings', 'update', '--db', path(), '{"queues":{"email":'], 'not valid JSON'],
-      [['settings', 'update', '--db', path(), '[1]'], 'patch object'],
-      [['settings', 'reset', '--db', path(), '--path', 'queues.email'], '--path'],
-      [['settings', 'reset', '--db', path(), '--path', '{"queues":"email"}'], '--path'],
+      [['settings', 'update', '--db', spools.path, '{"queues":{"email":{"executor":{"concurrency":"many"}}}}'], 'queues.email.executor.concurrency'],
+      [['settings', 'update', '--db', spools.path, '{"executor":{"concurrency":2},"workers":8}'], '"workers"'],
+      [['settings', 'update', '--db', spools.path, '{"queues":{"email":'], 'not valid JSON'],
+      [['settings', 'update', '--db', spools.path, '[1]'], 'patch object'],
+      [['settings', 'reset', '--db', spools.path, '--path', 'queues.email'], '--path'],
+      [['settings', 'reset', '--db', spools.path, '--path', '{"queues":"email"}'], '--path'],
     ];
     for (const [args, reason] of cases) {
       const run = await cliHere(...args);
@@ -154,7 +125,7 @@ describe('spool command line parsing and errors (in process)', () => {
       expect(run.stderr).toMatch(/^INVALID_SETTINGS: /);
       expect(run.stderr).toContain(reason);
     }
-    expect(overridesRow()).toEqual(before);
+    expect(overridesRow(spools.path)).toEqual(before);
   });
 
   it('usage errors exit 2 with INVALID_ARGUMENT; --help prints the usage on stdout; a missing file is not created', async () => {
@@ -164,12 +135,12 @@ describe('spool command line parsing and errors (in process)', () => {
     for (const args of [
       [],
       ['settings', 'get'],
-      ['settings', 'frob', '--db', path()],
-      ['frob', '--db', path()],
-      ['stats', '--db', path(), '--explain'],
-      ['settings', 'get', '--db', path(), '--verbose'],
-      ['settings', 'update', '--db', path()],
-      ['settings', 'get', '--db', path(), 'extra'],
+      ['settings', 'frob', '--db', spools.path],
+      ['frob', '--db', spools.path],
+      ['stats', '--db', spools.path, '--explain'],
+      ['settings', 'get', '--db', spools.path, '--verbose'],
+      ['settings', 'update', '--db', spools.path],
+      ['settings', 'get', '--db', spools.path, 'extra'],
     ]) {
       const run = await cliHere(...args);
       if (args.length === 0) {
@@ -181,7 +152,7 @@ describe('spool command line parsing and errors (in process)', () => {
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/^INVALID_ARGUMENT: /);
     }
-    const missing = join(db!.dir, 'nope.db');
+    const missing = join(spools.dir, 'nope.db');
     const absent = await cliHere('settings', 'get', '--db', missing);
     expect(absent.code).toBe(1);
     expect(absent.stderr).toContain('no spool database');
@@ -191,7 +162,7 @@ describe('spool command line parsing and errors (in process)', () => {
 
 describe('spool stats (CLI) and a running spool', { timeout: 60_000 }, () => {
   it('stats prints counts as JSON while this process owns and runs the spool', async () => {
-    const spool = open();
+    const spool = spools.open();
     await spool.settings.update({ executor: { concurrency: 1 } });
     const baton = createBaton();
     spool.register('work', () => baton.enter());
@@ -199,7 +170,7 @@ describe('spool stats (CLI) and a running spool', { timeout: 60_000 }, () => {
     await spool.start();
     await baton.arrived(1);
 
-    const stats = json(await cli('stats', '--db', path())) as Awaited<ReturnType<Spool['stats']>>;
+    const stats = json(await cli('stats', '--db', spools.path)) as Awaited<ReturnType<Spool['stats']>>;
     expect(stats.accepting).toBe(true);
     expect(stats.queues).toEqual({ work: { pending: 2, activating: 0, processing: 1, dead: 0, done: 0 } });
     // Limits as the file's overrides give them; `active` is the CLI process's own (none).
@@ -211,7 +182,7 @@ describe('spool stats (CLI) and a running spool', { timeout: 60_000 }, () => {
   });
 
   it('a change made through the CLI in another process reaches the pools of the running spool', async () => {
-    const spool = open({ config: { executor: { concurrency: 2 }, processor: { pollIntervalMs: 100 } } });
+    const spool = spools.open({ config: { executor: { concurrency: 2 }, processor: { pollIntervalMs: 100 } } });
     const baton = createBaton();
     spool.register('work', () => baton.enter());
     await spool.sendBatch('work', Array.from({ length: 8 }, (_, i) => i));
@@ -221,12 +192,12 @@ describe('spool stats (CLI) and a running spool', { timeout: 60_000 }, () => {
     const external = nextEvent<SettingsChangedEvent>(spool.events$, (e) => e.type === 'settings.changed' && e.source === 'external', {
       timeoutMs: CLI_TIMEOUT_MS,
     });
-    const run = await cli('settings', 'update', '--db', path(), '{"executor":{"concurrency":5}}');
+    const run = await cli('settings', 'update', '--db', spools.path, '{"executor":{"concurrency":5}}');
     expect(run.code, run.stderr).toBe(0);
 
     const event = await external;
     expect(event.settings.executor.concurrency).toBe(5);
-    expect(event.version).toBe(overridesRow()!.version);
+    expect(event.version).toBe(overridesRow(spools.path)!.version);
     // The poll pushed it to the pools: three more start with nothing having finished.
     await baton.arrived(5);
     expect(baton.inside).toBe(5);

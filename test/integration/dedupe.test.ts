@@ -1,24 +1,15 @@
 /** Idempotency keys and content dedup: one live message per key (or per payload) and queue. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, NonRetryableError, type Spool, type SpoolEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { NonRetryableError, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { queueTotal, useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(config: Record<string, unknown> = {}) {
-  db = tempDb();
-  spool = createSpool({ path: db.path, clock: createTestClock(), config });
+  const spool = spools.open({ clock: createTestClock(), config });
   const sent: string[] = [];
   spool.events$.subscribe((e) => e.type === 'message.state' && e.from === null && sent.push(e.id));
   return { spool, sent };
@@ -27,11 +18,6 @@ function setup(config: Record<string, unknown> = {}) {
 const stateOf = (id: string, to: string) => (e: SpoolEvent) => e.type === 'message.state' && e.id === id && e.to === to;
 const anyTo = (to: string) => (e: SpoolEvent) => e.type === 'message.state' && e.to === to;
 
-async function total(spool: Spool, queue: string) {
-  const counts = (await spool.stats()).queues[queue];
-  return counts ? Object.values(counts).reduce((a, b) => a + b, 0) : 0;
-}
-
 describe('idempotency key', () => {
   it('resolves a second send with the same key to the existing id and stores nothing new', async () => {
     const { spool, sent } = setup();
@@ -39,7 +25,7 @@ describe('idempotency key', () => {
     const second = await spool.send('email', { to: 'changed' }, { key: 'order-1' });
     expect(second).toBe(first);
     expect(sent).toEqual([first]);
-    expect(await total(spool, 'email')).toBe(1);
+    expect(await queueTotal(spool, 'email')).toBe(1);
     // The first payload stands.
     expect((await spool.get(first))!.payload).toEqual({ to: 'a' });
     // Keys are per queue, and other keys are distinct messages.
@@ -114,7 +100,7 @@ describe('idempotency key', () => {
     const { spool } = setup();
     const ids = await spool.sendBatch('email', [{ n: 1 }, { n: 2 }], { key: 'same' });
     expect(ids[1]).toBe(ids[0]);
-    expect(await total(spool, 'email')).toBe(1);
+    expect(await queueTotal(spool, 'email')).toBe(1);
   });
 });
 
@@ -129,7 +115,7 @@ describe('content dedup', () => {
     const otherArray = await spool.send('report', { user: 7, range: { from: 1, to: 2 }, tags: ['b', 'a'] });
     const otherValue = await spool.send('report', { user: 8, range: { from: 1, to: 2 }, tags: ['a', 'b'] });
     expect(new Set([first, otherArray, otherValue]).size).toBe(3);
-    expect(await total(spool, 'report')).toBe(3);
+    expect(await queueTotal(spool, 'report')).toBe(3);
   });
 
   it('applies per queue: other queues keep every copy', async () => {

@@ -1,20 +1,11 @@
 /** The inspect option: every in-flight message is a live actor, and only in-flight ones are. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AnyActorRef, InspectionEvent } from 'xstate';
-import { createSpool, type Spool } from '../../src/index.js';
 import { reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 /** Tracks live actors from inspection events: born at '@xstate.actor', gone at a done/stopped snapshot. */
 function createTracker() {
@@ -59,10 +50,8 @@ function createTracker() {
 
 describe('inspection observer', () => {
   it('sees each in-flight actor start and stop, never more live than the sum of the concurrencies', async () => {
-    db = tempDb();
     const tracker = createTracker();
-    spool = createSpool({
-      path: db.path,
+    const spool = spools.open({
       inspect: tracker.inspect,
       config: {
         executor: { concurrency: 3 },
@@ -117,9 +106,8 @@ describe('inspection observer', () => {
   });
 
   it('an actor abandoned at stop() is stopped; the redelivery after start() gets a new one', async () => {
-    db = tempDb();
     const tracker = createTracker();
-    spool = createSpool({ path: db.path, inspect: tracker.inspect });
+    const spool = spools.open({ inspect: tracker.inspect });
     spool.register('email', (message, { signal }) =>
       message.deliveries === 1 ? new Promise((resolve) => signal.addEventListener('abort', resolve)) : undefined,
     );

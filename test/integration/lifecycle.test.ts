@@ -2,27 +2,14 @@
 import Database from 'better-sqlite3';
 import { existsSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { firstValueFrom, toArray } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, SpoolError, type Message, type Spool, type SpoolEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { createSpool, SpoolError, type Message, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
-
-function setup(config?: Record<string, unknown>) {
-  db = tempDb();
-  spool = createSpool({ path: db.path, ...(config ? { config } : {}) });
-  return { spool, path: db.path };
-}
+const spools = useTempSpools();
 
 /** Lets pending callbacks, immediates and I/O run a few times (no timed wait). */
 async function turns(n = 5) {
@@ -52,7 +39,7 @@ function fdsUnder(dir: string): string[] {
 
 describe('idempotent lifecycle', () => {
   it('concurrent start(), stop() and close() calls share one promise each; repeats are no-ops', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     spool.register('email', () => {});
     const s1 = spool.start();
     const s2 = spool.start();
@@ -85,15 +72,15 @@ describe('idempotent lifecycle', () => {
   });
 
   it('stop() and close() on a never-started spool resolve', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     await spool.stop();
     await spool.close();
     await spool.close();
   });
 
   it('a failed start() (LOCKED) is shared by concurrent callers and leaves the spool retryable', async () => {
-    const { spool, path } = setup();
-    const owner = createSpool({ path });
+    const spool = spools.open();
+    const owner = createSpool({ path: spools.path });
     await owner.start();
     try {
       const a = spool.start();
@@ -110,7 +97,7 @@ describe('idempotent lifecycle', () => {
 
 describe('stop()', () => {
   it('stops claiming but keeps storing sends; start() resumes', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const handled: unknown[] = [];
     spool.register('email', (m) => {
       handled.push(m.payload);
@@ -128,7 +115,7 @@ describe('stop()', () => {
   });
 
   it('waits for in-flight handlers to finish before resolving', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const gate = createGate();
     const order: string[] = [];
     spool.register('email', async () => {
@@ -151,7 +138,7 @@ describe('stop()', () => {
   });
 
   it('aborts handlers still running after timeoutMs (reason STOPPED); their rows stay processing and the next start() reruns them', async () => {
-    const { spool, path } = setup();
+    const spool = spools.open();
     const runs: { message: Message; signal: AbortSignal }[] = [];
     spool.register('email', async (message, { signal }) => {
       runs.push({ message, signal });
@@ -177,12 +164,7 @@ describe('stop()', () => {
     // The abandoned handler's late return is ignored, not settled.
     expect(await stale).toMatchObject({ type: 'message.stale', id, attempt: 1 });
     expect((await spool.get(id))?.state).toBe('processing');
-    const other = new Database(path, { readonly: true });
-    try {
-      expect(other.prepare('SELECT state, deliveries FROM messages WHERE id = ?').get(id)).toEqual({ state: 'processing', deliveries: 1 });
-    } finally {
-      other.close();
-    }
+    expect(readDb(spools.path, (other) => other.prepare('SELECT state, deliveries FROM messages WHERE id = ?').get(id))).toEqual({ state: 'processing', deliveries: 1 });
     expect(events.some((e) => e.type === 'message.state' && e.id === id && e.to === 'done')).toBe(false);
 
     const recovered = nextEvent(spool.events$, (e) => e.type === 'spool.recovered');
@@ -210,7 +192,8 @@ describe('close()', () => {
   it('leaves no handles, timers or file descriptors behind; the file can be deleted and reopened', async () => {
     await turns();
     const before = resourceCounts();
-    const { spool, path } = setup({ processor: { pollIntervalMs: 50 }, maintenance: { intervalMs: 100 } });
+    const spool = spools.open({ config: { processor: { pollIntervalMs: 50 }, maintenance: { intervalMs: 100 } } });
+    const { path } = spools;
     const gate = createGate();
     spool.register('email', () => gate.wait());
     spool.register('sms', () => {});
@@ -221,7 +204,7 @@ describe('close()', () => {
     await processing;
     // While running, the poll and delayed timers and the open files are visible to both probes.
     expect(resourceCounts().get('Timeout') ?? 0).toBeGreaterThan(before.get('Timeout') ?? 0);
-    if (existsSync('/proc/self/fd')) expect(fdsUnder(db!.dir).length).toBeGreaterThan(0);
+    if (existsSync('/proc/self/fd')) expect(fdsUnder(spools.dir).length).toBeGreaterThan(0);
 
     const closing = spool.close();
     gate.open();
@@ -236,7 +219,7 @@ describe('close()', () => {
       await turns();
     }
     expect(leaked).toEqual([]);
-    expect(fdsUnder(db!.dir)).toEqual([]);
+    expect(fdsUnder(spools.dir)).toEqual([]);
 
     for (const suffix of ['', '-wal', '-shm', '.lock']) rmSync(`${path}${suffix}`, { force: true });
     const raw = new Database(path);
@@ -260,7 +243,7 @@ describe('close()', () => {
   });
 
   it('completes events$, settings$ and open watches', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const gate = createGate();
     spool.register('email', () => gate.wait());
     await spool.start();
@@ -283,7 +266,7 @@ describe('close()', () => {
   });
 
   it('close() while a handler hangs aborts it after the stop timeout and still closes', async () => {
-    const { spool, path } = setup();
+    const spool = spools.open();
     let signal: AbortSignal | undefined;
     spool.register('email', (_m, ctx) => {
       signal = ctx.signal;
@@ -296,11 +279,6 @@ describe('close()', () => {
     await spool.stop({ timeoutMs: 20 });
     await spool.close();
     expect(signal?.aborted).toBe(true);
-    const other = new Database(path, { readonly: true });
-    try {
-      expect(other.prepare('SELECT state FROM messages WHERE id = ?').get(id)).toEqual({ state: 'processing' });
-    } finally {
-      other.close();
-    }
+    expect(readDb(spools.path, (other) => other.prepare('SELECT state FROM messages WHERE id = ?').get(id))).toEqual({ state: 'processing' });
   });
 });

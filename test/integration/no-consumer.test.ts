@@ -1,25 +1,11 @@
 /** A queue without a consumer: NO_CONSUMER, then dead (default) or deleted (noConsumer 'delete'). */
-import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, type MessageErrorEvent, type MessageStateEvent, type Spool, type SpoolEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { MessageErrorEvent, MessageStateEvent, Spool, SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { countRows, readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
-
-function setup(config?: Record<string, unknown>) {
-  db = tempDb();
-  spool = createSpool({ path: db.path, ...(config ? { config } : {}) });
-  return { spool, path: db.path };
-}
+const spools = useTempSpools();
 
 function record(spool: Spool) {
   const events: SpoolEvent[] = [];
@@ -29,7 +15,7 @@ function record(spool: Spool) {
 
 describe('no consumer', () => {
   it('sending to a queue without a consumer is not an error', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     spool.register('email', () => {});
     await spool.start();
     const id = await spool.send('nobody-home', { x: 1 });
@@ -37,7 +23,7 @@ describe('no consumer', () => {
   });
 
   it('by default emits NO_CONSUMER and keeps the message as a dead letter', async () => {
-    const { spool, path } = setup();
+    const spool = spools.open();
     spool.register('email', () => {});
     const events = record(spool);
     await spool.start();
@@ -56,19 +42,14 @@ describe('no consumer', () => {
     const info = await spool.get(id);
     expect(info).toMatchObject({ id, state: 'dead', payload: { x: 1 }, lastError: { code: 'NO_CONSUMER' } });
     expect(await spool.dead('nobody-home')).toHaveLength(1);
-    const other = new Database(path, { readonly: true });
-    try {
-      expect(other.prepare("SELECT state, json_extract(snapshot, '$.value') AS value FROM messages WHERE id = ?").get(id)).toEqual({
-        state: 'dead',
-        value: 'dead',
-      });
-    } finally {
-      other.close();
-    }
+    expect(readDb(spools.path, (other) => other.prepare("SELECT state, json_extract(snapshot, '$.value') AS value FROM messages WHERE id = ?").get(id))).toEqual({
+      state: 'dead',
+      value: 'dead',
+    });
   });
 
   it("with noConsumer 'delete' emits NO_CONSUMER and deletes the message", async () => {
-    const { spool, path } = setup({ noConsumer: 'delete' });
+    const spool = spools.open({ config: { noConsumer: 'delete' } });
     const events = record(spool);
     const id = await spool.send('nobody-home', { x: 1 });
     const gone = reached(spool.events$, 'done', 1);
@@ -78,16 +59,11 @@ describe('no consumer', () => {
     expect(events.find((e) => e.type === 'message.error')).toMatchObject({ id, queue: 'nobody-home', code: 'NO_CONSUMER' });
     expect(await spool.get(id)).toBeUndefined();
     expect(await spool.dead()).toEqual([]);
-    const other = new Database(path, { readonly: true });
-    try {
-      expect(other.prepare('SELECT COUNT(*) AS n FROM messages').get()).toEqual({ n: 0 });
-    } finally {
-      other.close();
-    }
+    expect(countRows(spools.path)).toBe(0);
   });
 
   it('a consumer registered before start() is used; only consumerless queues go dead', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     spool.register('email', () => {});
     const done = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.queue === 'email' && e.to === 'done');
     const dead = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.queue === 'sms' && e.to === 'dead');

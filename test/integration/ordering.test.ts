@@ -3,26 +3,17 @@
  * clock reaches their time; ready ones run by priority, then visible-at, then send order.
  */
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, type Spool } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { Spool } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(config: Record<string, unknown> = {}) {
-  db = tempDb();
   const clock = createTestClock();
-  spool = createSpool({ path: db.path, clock, config });
+  const spool = spools.open({ clock, config });
   const order: string[] = [];
   spool.register<{ name: string }>('jobs', (message) => {
     order.push(message.payload.name);

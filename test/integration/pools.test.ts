@@ -1,29 +1,14 @@
 /** Executor pools on a real temp file: limits are reached and never exceeded, per executor. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, type Spool } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
 import { reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
-
-function setup(config: Record<string, unknown>) {
-  db = tempDb();
-  spool = createSpool({ path: db.path, config });
-  return spool;
-}
+const spools = useTempSpools();
 
 describe('executor pools', () => {
   it('the default executor runs exactly its concurrency at once, never more', async () => {
-    const spool = setup({ executor: { concurrency: 3 } });
+    const spool = spools.open({ config: { executor: { concurrency: 3 } } });
     const baton = createBaton();
     spool.register('work', () => baton.enter());
     await spool.sendBatch('work', Array.from({ length: 10 }, (_, i) => i));
@@ -50,7 +35,7 @@ describe('executor pools', () => {
   });
 
   it('a queue with its own executor runs alongside the default pool, each at its own limit', async () => {
-    const spool = setup({ executor: { concurrency: 3 }, queues: { video: { executor: { concurrency: 2 } } } });
+    const spool = spools.open({ config: { executor: { concurrency: 3 }, queues: { video: { executor: { concurrency: 2 } } } } });
     const shared = createBaton();
     const video = createBaton();
     // Two queues share the default pool; their combined use is what the limit bounds.
@@ -92,7 +77,7 @@ describe('executor pools', () => {
   });
 
   it('sends arriving while the pool is full wait for a slot and never exceed the limit', async () => {
-    const spool = setup({ executor: { concurrency: 2 } });
+    const spool = spools.open({ config: { executor: { concurrency: 2 } } });
     const baton = createBaton();
     spool.register('work', () => baton.enter());
     await spool.start();

@@ -5,27 +5,17 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, NonRetryableError, type Spool, type SweepEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { NonRetryableError, type Spool, type SweepEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(config: Record<string, unknown>) {
-  db = tempDb();
   const clock = createTestClock();
-  spool = createSpool({ path: db.path, clock, config });
-  return { spool, clock, path: db.path };
+  return { spool: spools.open({ clock, config }), clock, path: spools.path };
 }
 
 /** The database file plus its WAL, bytes. */

@@ -2,9 +2,8 @@
  * Retries with backoff, dead letters and redrive, with an injected clock: time moves only when the
  * test advances it, so the backoff schedule is read exactly from each retried row's visible-at.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createSpool,
   NonRetryableError,
   RetryAfterError,
   type MessageStateEvent,
@@ -12,24 +11,14 @@ import {
   type SpoolEvent,
 } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(config: Record<string, unknown>, random?: () => number) {
-  db = tempDb();
   const clock = createTestClock();
-  spool = createSpool({ path: db.path, config, clock, ...(random ? { random } : {}) });
-  return { spool, clock };
+  return { spool: spools.open({ config, clock, ...(random ? { random } : {}) }), clock };
 }
 
 const isState = (id: string, to: string) => (e: SpoolEvent) => e.type === 'message.state' && e.id === id && e.to === to;

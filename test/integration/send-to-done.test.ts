@@ -1,31 +1,17 @@
 /** Send to done on a real temp file: the event order, the handler's message, get/stats/watch. */
-import Database from 'better-sqlite3';
 import { firstValueFrom, toArray } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, type Message, type MessageStateEvent, type Spool, type SpoolEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { Message, MessageStateEvent, SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
-
-function setup(config?: Record<string, unknown>) {
-  db = tempDb();
-  spool = createSpool({ path: db.path, ...(config ? { config } : {}) });
-  return { spool, path: db.path };
-}
+const spools = useTempSpools();
 
 describe('send → done', () => {
   it('announces null→pending, pending→activating, activating→processing, processing→done in order', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const seen: Message[] = [];
     spool.register('email', async (message) => {
       seen.push(message);
@@ -63,7 +49,7 @@ describe('send → done', () => {
   });
 
   it('get() shows a message while it is in flight', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const gate = createGate();
     spool.register('email', () => gate.wait());
     await spool.start();
@@ -78,7 +64,7 @@ describe('send → done', () => {
   });
 
   it('stats() reports every queue with rows, with all counts including zeros', async () => {
-    const { spool } = setup({ executor: { concurrency: 2 }, queues: { slow: { executor: { concurrency: 1 } } } });
+    const spool = spools.open({ config: { executor: { concurrency: 2 }, queues: { slow: { executor: { concurrency: 1 } } } } });
     const gate = createGate();
     spool.register('slow', () => gate.wait());
     const ids = await spool.sendBatch('slow', [1, 2, 3]);
@@ -121,7 +107,7 @@ describe('send → done', () => {
 
 describe('watch(id)', () => {
   it('emits the current state, then every change, and completes at done', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const gate = createGate();
     spool.register('email', () => gate.wait());
     const id = await spool.send('email', { to: 'a@b.c' });
@@ -134,13 +120,13 @@ describe('watch(id)', () => {
   });
 
   it('completes at once for an unknown id', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const values = await firstValueFrom(spool.watch('no-such-id').pipe(toArray()));
     expect(values).toEqual([]);
   });
 
   it('completes at once for a finished id', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     spool.register('email', () => {});
     await spool.start();
     const done = reached(spool.events$, 'done', 1);
@@ -150,7 +136,7 @@ describe('watch(id)', () => {
   });
 
   it('emits a dead letter and completes', async () => {
-    const { spool } = setup();
+    const spool = spools.open();
     const dead = reached(spool.events$, 'dead', 1);
     const id = await spool.send('nobody', 1);
     await spool.start();
@@ -161,26 +147,16 @@ describe('watch(id)', () => {
 
 describe('send() durability', () => {
   it('resolves only after the row is committed: a second connection sees it before start()', async () => {
-    const { spool, path } = setup();
+    const spool = spools.open();
     const id = await spool.send('email', { to: 'a@b.c' }, { priority: 3 });
-    const other = new Database(path, { readonly: true });
-    try {
-      const row = other.prepare('SELECT id, queue, state, payload, priority, attempt, deliveries FROM messages WHERE id = ?').get(id);
-      expect(row).toEqual({ id, queue: 'email', state: 'pending', payload: '{"to":"a@b.c"}', priority: 3, attempt: 0, deliveries: 0 });
-    } finally {
-      other.close();
-    }
+    const row = readDb(spools.path, (other) => other.prepare('SELECT id, queue, state, payload, priority, attempt, deliveries FROM messages WHERE id = ?').get(id));
+    expect(row).toEqual({ id, queue: 'email', state: 'pending', payload: '{"to":"a@b.c"}', priority: 3, attempt: 0, deliveries: 0 });
   });
 
   it('sendBatch() commits every row before it resolves, ids in order', async () => {
-    const { spool, path } = setup();
+    const spool = spools.open();
     const ids = await spool.sendBatch('email', [{ n: 0 }, { n: 1 }, { n: 2 }]);
-    const other = new Database(path, { readonly: true });
-    try {
-      const rows = other.prepare('SELECT id, payload FROM messages ORDER BY seq').all();
-      expect(rows).toEqual(ids.map((id, n) => ({ id, payload: JSON.stringify({ n }) })));
-    } finally {
-      other.close();
-    }
+    const rows = readDb(spools.path, (other) => other.prepare('SELECT id, payload FROM messages ORDER BY seq').all());
+    expect(rows).toEqual(ids.map((id, n) => ({ id, payload: JSON.stringify({ n }) })));
   });
 });

@@ -5,61 +5,33 @@
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createSpool,
   DEFAULT_SETTINGS,
-  SpoolError,
   type HandlerContext,
   type Message,
   type SettingsChangedEvent,
   type Settings,
   type Spool,
   type SpoolEvent,
-  type SpoolOptions,
 } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton, createGate } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { rejection } from '../helpers/errors.js';
+import { overridesRow } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
 /** A poll this long cannot be what makes a change take effect within a test. */
 const NO_POLL = { processor: { pollIntervalMs: 3_600_000 } };
 
-let spools: Spool[] = [];
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  for (const s of spools) await s.close();
-  spools = [];
-  db?.cleanup();
-  db = undefined;
-});
-
-/** A spool on this test's file (created on first call); every one is closed after the test. */
-function open(options: Partial<SpoolOptions> = {}): Spool {
-  db ??= tempDb();
-  const spool = createSpool({ path: db.path, ...options });
-  spools.push(spool);
-  return spool;
-}
+const spools = useTempSpools();
 
 /** Writes the config file of this test and returns its path. */
 function writeConfig(config: Record<string, unknown>): string {
-  db ??= tempDb();
-  const file = join(db.dir, 'spool.config.json');
+  const file = join(spools.dir, 'spool.config.json');
   writeFileSync(file, JSON.stringify(config));
   return file;
-}
-
-/** The stored overrides row, read through a second connection. */
-function overridesRow(): { overrides: string; version: number } | undefined {
-  const other = new Database(db!.path, { readonly: true });
-  try {
-    return other.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1').get() as { overrides: string; version: number } | undefined;
-  } finally {
-    other.close();
-  }
 }
 
 /** Every settings.changed event from now on. */
@@ -69,16 +41,6 @@ function collectChanges(spool: Spool): SettingsChangedEvent[] {
     if (e.type === 'settings.changed') seen.push(e);
   });
   return seen;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(SpoolError);
-    return error as SpoolError;
-  }
-  throw new Error('expected a rejection');
 }
 
 /**
@@ -142,7 +104,7 @@ function holdEach() {
 
 describe('live pool resizing', () => {
   it('reaches and holds the limit before and after growing, and growing needs no poll', async () => {
-    const spool = open({ config: { executor: { concurrency: 2 }, ...NO_POLL } });
+    const spool = spools.open({ config: { executor: { concurrency: 2 }, ...NO_POLL } });
     const baton = createBaton();
     spool.register('work', () => baton.enter());
     await spool.sendBatch('work', Array.from({ length: 12 }, (_, i) => i));
@@ -171,7 +133,7 @@ describe('live pool resizing', () => {
   });
 
   it('shrinking lets running handlers finish and starts nothing until the pool is under the new limit', async () => {
-    const spool = open({ config: { executor: { concurrency: 4 }, ...NO_POLL } });
+    const spool = spools.open({ config: { executor: { concurrency: 4 }, ...NO_POLL } });
     const held = holdEach();
     spool.register('work', held.handler);
     await spool.sendBatch('work', Array.from({ length: 8 }, (_, i) => i));
@@ -216,7 +178,7 @@ describe('live pool resizing', () => {
   });
 
   it('moves a queue to its own executor and back while handlers run, losing and repeating nothing', async () => {
-    const spool = open({ config: { executor: { concurrency: 2 }, ...NO_POLL } });
+    const spool = spools.open({ config: { executor: { concurrency: 2 }, ...NO_POLL } });
     const held = holdEach();
     spool.register('email', held.handler);
     const ids = await spool.sendBatch('email', Array.from({ length: 10 }, (_, i) => i));
@@ -267,7 +229,7 @@ describe('live pool resizing', () => {
 
 describe('paused and accepting', () => {
   it('a paused queue claims nothing, keeps accepting, and resumes at once when un-paused', async () => {
-    const spool = open({ config: { executor: { concurrency: 1 }, ...NO_POLL } });
+    const spool = spools.open({ config: { executor: { concurrency: 1 }, ...NO_POLL } });
     const held = holdEach();
     spool.register('email', held.handler);
     spool.register('sms', () => {});
@@ -297,7 +259,7 @@ describe('paused and accepting', () => {
   });
 
   it('accepting false rejects send and sendBatch with NOT_ACCEPTING, stores nothing, and keeps processing', async () => {
-    const spool = open({ config: NO_POLL });
+    const spool = spools.open({ config: NO_POLL });
     const baton = createBaton();
     spool.register('email', () => baton.enter());
     await spool.sendBatch('email', [1, 2]);
@@ -322,7 +284,7 @@ describe('paused and accepting', () => {
   });
 
   it('a queue with accepting false rejects its sends only', async () => {
-    const spool = open({ config: NO_POLL });
+    const spool = spools.open({ config: NO_POLL });
     await spool.settings.update({ queues: { 'email.send': { accepting: false } } });
 
     const error = await rejection(spool.send('email.send', { to: 'a@b.c' }));
@@ -354,7 +316,7 @@ describe('validation', () => {
   ];
 
   it('reads null on a key with a built-in default as "back to the built-in default", so null means no limit', async () => {
-    const spool = open({ config: { executor: { concurrency: 3 }, queueDefaults: { timeoutMs: 5000, maxPending: 10 } } });
+    const spool = spools.open({ config: { executor: { concurrency: 3 }, queueDefaults: { timeoutMs: 5000, maxPending: 10 } } });
     await spool.settings.update({ executor: null, queueDefaults: { timeoutMs: null, maxPending: null } });
     const now = spool.settings.get();
     expect(now.executor).toEqual(DEFAULT_SETTINGS.executor);
@@ -365,22 +327,22 @@ describe('validation', () => {
   });
 
   it.each(invalid)('rejects %s with INVALID_SETTINGS naming the path, and changes nothing', async (_, patch, path) => {
-    const spool = open({ config: { executor: { concurrency: 3 } } });
+    const spool = spools.open({ config: { executor: { concurrency: 3 } } });
     await spool.settings.update({ processor: { batchSize: 50 } });
     const before = spool.settings.get();
-    const row = overridesRow();
+    const row = overridesRow(spools.path);
     const changes = collectChanges(spool);
 
     const error = await rejection(spool.settings.update(patch));
     expect(error.code).toBe('INVALID_SETTINGS');
     expect(error.message).toContain(path);
     expect(spool.settings.get()).toBe(before);
-    expect(overridesRow()).toEqual(row);
+    expect(overridesRow(spools.path)).toEqual(row);
     expect(changes).toEqual([]);
   });
 
   it('rejects a patch that is not an object, and a reset path that is not an array of strings', async () => {
-    const spool = open();
+    const spool = spools.open();
     for (const patch of [null, [], 'accepting', 3]) {
       expect((await rejection(spool.settings.update(patch))).code).toBe('INVALID_SETTINGS');
     }
@@ -388,19 +350,19 @@ describe('validation', () => {
       expect((await rejection(spool.settings.reset(path as string[]))).code).toBe('INVALID_SETTINGS');
     }
     expect(spool.settings.get()).toEqual(DEFAULT_SETTINGS);
-    expect(overridesRow()).toBeUndefined();
+    expect(overridesRow(spools.path)).toBeUndefined();
   });
 });
 
 describe('layers and persistence', () => {
   it('overrides survive a restart, and a reset returns to the config-file value', async () => {
     const config = writeConfig({ executor: { concurrency: 3 }, queues: { 'email.send': { executor: { concurrency: 2 } } } });
-    const first = open({ config });
+    const first = spools.open({ config });
     expect(first.settings.get().executor.concurrency).toBe(3);
     await first.settings.update({ executor: { concurrency: 7 }, queues: { 'email.send': { paused: true } } });
     await first.close();
 
-    const second = open({ config });
+    const second = spools.open({ config });
     expect(second.settings.get().executor.concurrency).toBe(7);
     expect(second.settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 }, paused: true });
     await second.start();
@@ -415,14 +377,14 @@ describe('layers and persistence', () => {
     expect(second.settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 } });
     await second.close();
 
-    const third = open({ config });
+    const third = spools.open({ config });
     expect(third.settings.get().executor.concurrency).toBe(3);
     expect(third.settings.get().queues['email.send']).toEqual({ executor: { concurrency: 2 } });
   });
 
   it('update with null removes a queue executor the config file defines, until reset', async () => {
     const config = writeConfig({ queues: { email: { executor: { concurrency: 2 } } } });
-    const spool = open({ config });
+    const spool = spools.open({ config });
     await spool.start();
     expect((await spool.stats()).pools.byQueue).toEqual({ email: { concurrency: 2, active: 0 } });
 
@@ -431,7 +393,7 @@ describe('layers and persistence', () => {
     expect((await spool.stats()).pools.byQueue).toEqual({});
     await spool.close();
 
-    const again = open({ config });
+    const again = spools.open({ config });
     expect(again.settings.get().queues.email?.executor).toBeUndefined();
     await again.settings.reset(['queues', 'email', 'executor']);
     expect(again.settings.get().queues.email?.executor).toEqual({ concurrency: 2 });
@@ -439,12 +401,12 @@ describe('layers and persistence', () => {
 
   it('a config file changed between restarts changes the defaults, and overrides still win', async () => {
     const config = writeConfig({ executor: { concurrency: 3 }, processor: { batchSize: 50 } });
-    const first = open({ config });
+    const first = spools.open({ config });
     await first.settings.update({ executor: { concurrency: 6 } });
     await first.close();
 
     writeConfig({ executor: { concurrency: 2 }, processor: { batchSize: 20 }, noConsumer: 'delete' });
-    const second = open({ config });
+    const second = spools.open({ config });
     const s = second.settings.get();
     expect(s.executor.concurrency).toBe(6);
     expect(s.processor.batchSize).toBe(20);
@@ -456,7 +418,7 @@ describe('layers and persistence', () => {
   });
 
   it('explain() gives every effective leaf with its value and the layer that set it', async () => {
-    const spool = open({ config: { executor: { concurrency: 3 }, queues: { 'email.send': { executor: { concurrency: 2 } } } } });
+    const spool = spools.open({ config: { executor: { concurrency: 3 }, queues: { 'email.send': { executor: { concurrency: 2 } } } } });
     await spool.settings.update({ processor: { batchSize: 10 }, queues: { 'email.send': { paused: true } } });
 
     const explained = spool.settings.explain();
@@ -474,16 +436,16 @@ describe('layers and persistence', () => {
 
   it('a hand-edited invalid overrides row is reported as an error event, ignored, and boot succeeds', async () => {
     const config = writeConfig({ executor: { concurrency: 3 } });
-    const first = open({ config });
+    const first = spools.open({ config });
     await first.settings.update({ executor: { concurrency: 9 } });
     await first.close();
 
     for (const garbage of ['{"executor": {"concurrency": 9', '{"executor":{"concurrency":-3}}', '[1,2]']) {
-      const other = new Database(db!.path);
+      const other = new Database(spools.path);
       other.prepare('UPDATE settings_overrides SET overrides = ?, version = version + 1 WHERE id = 1').run(garbage);
       other.close();
 
-      const spool = open({ config });
+      const spool = spools.open({ config });
       const errors: SpoolEvent[] = [];
       spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
       spool.register('work', () => {});
@@ -498,15 +460,15 @@ describe('layers and persistence', () => {
     }
 
     // A valid update replaces the unreadable row.
-    const last = open({ config });
+    const last = spools.open({ config });
     await last.settings.update({ processor: { batchSize: 5 } });
-    expect(JSON.parse(overridesRow()!.overrides)).toEqual({ processor: { batchSize: 5 } });
+    expect(JSON.parse(overridesRow(spools.path)!.overrides)).toEqual({ processor: { batchSize: 5 } });
   });
 });
 
 describe('settings$ and settings.changed', () => {
   it('settings$ emits the current value on subscribe, then each change', async () => {
-    const spool = open({ config: { executor: { concurrency: 3 } } });
+    const spool = spools.open({ config: { executor: { concurrency: 3 } } });
     const seen: Settings[] = [];
     const sub = spool.settings.settings$.subscribe((s) => seen.push(s));
     // Synchronously, like a BehaviorSubject.
@@ -523,9 +485,9 @@ describe('settings$ and settings.changed', () => {
 
   it('emits settings.changed only for real changes, local and from another connection', async () => {
     const clock = createTestClock();
-    const spool = open({ clock, config: { processor: { pollIntervalMs: 1000 } } });
+    const spool = spools.open({ clock, config: { processor: { pollIntervalMs: 1000 } } });
     // Overrides present at boot are the starting point, not a change.
-    await open().settings.update({ executor: { concurrency: 5 } });
+    await spools.open().settings.update({ executor: { concurrency: 5 } });
     const changes = collectChanges(spool);
     await spool.start();
     expect(spool.settings.get().executor.concurrency).toBe(5);
@@ -538,7 +500,7 @@ describe('settings$ and settings.changed', () => {
     expect(changes).toEqual([expect.objectContaining({ source: 'local', settings: expect.objectContaining({ executor: { concurrency: 6 } }) })]);
 
     // Another connection: a send and a no-op settings write bump the file, but change nothing.
-    const other = open();
+    const other = spools.open();
     await other.send('work', 1);
     await other.settings.update({ executor: { concurrency: 6 } });
     clock.advance(1000);
@@ -548,18 +510,18 @@ describe('settings$ and settings.changed', () => {
     clock.advance(1000);
     expect(changes).toHaveLength(2);
     expect(changes[1]).toMatchObject({ type: 'settings.changed', source: 'external', settings: { executor: { concurrency: 2 } } });
-    expect(changes[1]!.version).toBe(overridesRow()!.version);
+    expect(changes[1]!.version).toBe(overridesRow(spools.path)!.version);
     expect(spool.supervisor.getSnapshot().context.pools['*']?.concurrency).toBe(2);
   });
 
   it('a new poll interval applies at once, so a shorter one finds external changes sooner', async () => {
     const clock = createTestClock();
-    const spool = open({ clock, config: NO_POLL });
+    const spool = spools.open({ clock, config: NO_POLL });
     await spool.start();
     await spool.settings.update({ processor: { pollIntervalMs: 100 } });
 
     const external = nextEvent<SettingsChangedEvent>(spool.events$, (e) => e.type === 'settings.changed' && e.source === 'external');
-    await open().settings.update({ queues: { email: { paused: true } } });
+    await spools.open().settings.update({ queues: { email: { paused: true } } });
     clock.advance(100);
     expect((await external).settings.queues.email?.paused).toBe(true);
     expect(spool.supervisor.getSnapshot().context.paused).toEqual({ email: true });

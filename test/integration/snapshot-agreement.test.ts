@@ -1,20 +1,12 @@
 /** The persisted snapshot and the indexed columns agree for every row, whatever the workload did. */
-import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, NonRetryableError, type Spool } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { NonRetryableError } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 interface Disagreement {
   id: string;
@@ -25,8 +17,7 @@ interface Disagreement {
 
 /** Reads every row through a separate connection and lists the rows whose snapshot disagrees. */
 function audit(path: string) {
-  const other = new Database(path, { readonly: true });
-  try {
+  return readDb(path, (other) => {
     const states = other.prepare('SELECT state, COUNT(*) AS n FROM messages GROUP BY state ORDER BY state').all() as { state: string; n: number }[];
     const valueMismatch = other
       .prepare(`SELECT id, queue, state, json_extract(snapshot, '$.value') AS value FROM messages WHERE json_extract(snapshot, '$.value') IS NOT state`)
@@ -43,17 +34,12 @@ function audit(path: string) {
       .all();
     const total = (other.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
     return { states: Object.fromEntries(states.map((s) => [s.state, s.n])), valueMismatch, contextMismatch, total };
-  } finally {
-    other.close();
-  }
+  });
 }
 
 describe('snapshot and state column', () => {
   it('agree for every row after a mixed workload: done, retry, dead, delayed and in flight, and after recovery', async () => {
-    db = tempDb();
-    const path = db.path;
-    spool = createSpool({
-      path,
+    const spool = spools.open({
       config: {
         executor: { concurrency: 8 },
         // Done rows are kept, so they are audited too.
@@ -87,7 +73,7 @@ describe('snapshot and state column', () => {
     /** Resolves once `n` messages of `queue` failed with attempts left (processing → pending). */
     function retried(queue: string, n: number) {
       let seen = 0;
-      return nextEvent(spool!.events$, (e) => e.type === 'message.state' && e.queue === queue && e.from === 'processing' && e.to === 'pending' && ++seen === n);
+      return nextEvent(spool.events$, (e) => e.type === 'message.state' && e.queue === queue && e.from === 'processing' && e.to === 'pending' && ++seen === n);
     }
 
     await spool.start();
@@ -100,7 +86,7 @@ describe('snapshot and state column', () => {
     await spool.sendBatch('slow', [1, 2, 3, 4]);
     await Promise.all(waits);
 
-    const mid = audit(path);
+    const mid = audit(spools.path);
     expect(mid.states).toEqual({ done: 5, dead: 5, pending: 3 + 3 + 2, processing: 2 });
     expect(mid.total).toBe(20);
     expect(mid.valueMismatch).toEqual([]);
@@ -108,7 +94,7 @@ describe('snapshot and state column', () => {
 
     // Abandon the in-flight handlers: their rows stay processing, still agreeing.
     await spool.stop({ timeoutMs: 10 });
-    const stopped = audit(path);
+    const stopped = audit(spools.path);
     expect(stopped.states.processing).toBe(2);
     expect(stopped.valueMismatch).toEqual([]);
     expect(stopped.contextMismatch).toEqual([]);
@@ -118,7 +104,7 @@ describe('snapshot and state column', () => {
     const slowDone = reached(spool.events$, 'done', 4, 'slow');
     await spool.start();
     await slowDone;
-    const after = audit(path);
+    const after = audit(spools.path);
     expect(after.states).toEqual({ done: 9, dead: 5, pending: 6 });
     expect(after.valueMismatch).toEqual([]);
     expect(after.contextMismatch).toEqual([]);
@@ -126,7 +112,7 @@ describe('snapshot and state column', () => {
     // A redrive of the dead letters keeps the agreement too.
     await spool.stop();
     expect(await spool.requeue({ queue: 'fatal' })).toBe(2);
-    const redriven = audit(path);
+    const redriven = audit(spools.path);
     expect(redriven.states).toEqual({ done: 9, dead: 3, pending: 8 });
     expect(redriven.valueMismatch).toEqual([]);
     expect(redriven.contextMismatch).toEqual([]);

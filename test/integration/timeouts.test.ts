@@ -2,35 +2,24 @@
  * Handler timeouts and lease fencing, with an injected clock: the deadline passes when the test
  * advances the clock, while the hung handler is still held on a gate.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createSpool,
   isSpoolError,
   SpoolError,
   type MessageStateEvent,
   type MessageStaleEvent,
-  type Spool,
   type SpoolEvent,
 } from '../../src/index.js';
 import { nextEvent } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(queue: Record<string, unknown>) {
-  db = tempDb();
   const clock = createTestClock();
-  spool = createSpool({ path: db.path, clock, config: { executor: { concurrency: 1 }, queues: { slow: queue } } });
+  const spool = spools.open({ clock, config: { executor: { concurrency: 1 }, queues: { slow: queue } } });
   const events: SpoolEvent[] = [];
   spool.events$.subscribe((e) => events.push(e));
   return { spool, clock, events };

@@ -1,55 +1,16 @@
 /** Rejected calls carry a stable code and store nothing. */
-import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, isSpoolError, SpoolError, type Spool } from '../../src/index.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { describe, expect, it } from 'vitest';
+import { createSpool, isSpoolError } from '../../src/index.js';
+import { rejection, thrown } from '../helpers/errors.js';
+import { countRows } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup(extra: { maxPayloadBytes?: number } = {}) {
-  db = tempDb();
-  spool = createSpool({ path: db.path, ...extra });
-  return { spool, path: db.path };
-}
-
-/** Rows in the file, read through a separate connection. */
-function countRows(path: string): number {
-  const other = new Database(path, { readonly: true });
-  try {
-    return (other.prepare('SELECT COUNT(*) AS n FROM messages').get() as { n: number }).n;
-  } finally {
-    other.close();
-  }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<SpoolError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(SpoolError);
-    return error as SpoolError;
-  }
-  throw new Error('expected a rejection');
-}
-
-function thrown(fn: () => unknown): SpoolError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(SpoolError);
-    return error as SpoolError;
-  }
-  throw new Error('expected a throw');
+  return { spool: spools.open(extra), path: spools.path };
 }
 
 const circular: Record<string, unknown> = { a: 1 };
@@ -176,18 +137,17 @@ describe('other coded errors', () => {
   });
 
   it('createSpool() throws INVALID_OPTIONS for a missing, malformed or invalid config file', () => {
-    db = tempDb();
-    const malformed = join(db.dir, 'malformed.json');
-    const invalid = join(db.dir, 'invalid.json');
-    const valid = join(db.dir, 'valid.json');
+    const malformed = join(spools.dir, 'malformed.json');
+    const invalid = join(spools.dir, 'invalid.json');
+    const valid = join(spools.dir, 'valid.json');
     writeFileSync(malformed, '{ "executor": ');
     writeFileSync(invalid, JSON.stringify({ processor: { pollIntervalMs: 'often' } }));
     writeFileSync(valid, JSON.stringify({ executor: { concurrency: 2 } }));
-    for (const config of [join(db.dir, 'missing.json'), malformed, invalid]) {
-      const error = thrown(() => createSpool({ path: db!.path, config }));
+    for (const config of [join(spools.dir, 'missing.json'), malformed, invalid]) {
+      const error = thrown(() => spools.open({ config }));
       expect(error.code).toBe('INVALID_OPTIONS');
     }
-    spool = createSpool({ path: db.path, config: valid });
+    const spool = spools.open({ config: valid });
     expect(spool.settings.get().executor.concurrency).toBe(2);
   });
 

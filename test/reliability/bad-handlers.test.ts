@@ -7,32 +7,23 @@
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, SpoolError, type Spool, type SpoolEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { createSpool, SpoolError, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
+import { useTempSpools } from '../helpers/spool.js';
 import { tempDb } from '../helpers/temp-db.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CRASHER = fileURLToPath(new URL('./fixtures/faults-crasher.ts', import.meta.url));
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 describe('a handler that hangs past its timeout', () => {
   it('costs only that attempt: the retry completes, other messages run meanwhile, the late return is stale', async () => {
-    db = tempDb();
     const clock = createTestClock();
-    spool = createSpool({
-      path: db.path,
+    const spool = spools.open({
       clock,
       config: { queues: { slow: { timeoutMs: 1000, maxAttempts: 3, backoff: { type: 'fixed', delayMs: 0, maxDelayMs: 0, jitter: false } } } },
     });
@@ -57,7 +48,7 @@ describe('a handler that hangs past its timeout', () => {
 
     // While the first attempt hangs, the rest of the spool keeps working.
     const fastAll = reached(spool.events$, 'done', 10, 'fast');
-    const fast = await Promise.all(Array.from({ length: 10 }, (_, n) => spool!.send('fast', { n })));
+    const fast = await Promise.all(Array.from({ length: 10 }, (_, n) => spool.send('fast', { n })));
     await fastAll;
     expect(fastDone.sort()).toEqual([...fast].sort());
     expect((await spool.get(slowId))?.state).toBe('processing');

@@ -3,12 +3,12 @@
  * was. "Unchanged" is checked through a second connection: a digest of every row of every table
  * (messages, queues, settings overrides), the same counts, and `PRAGMA integrity_check` = ok.
  */
-import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createSpool, NonRetryableError, SpoolError, type Settings, type Spool, type SpoolErrorCode } from '../../src/index.js';
 import { reached } from '../helpers/events.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
 interface Case {
   name: string;
@@ -111,13 +111,11 @@ const CASES: Case[] = [
   { name: 'createSpool: an invalid config', code: 'INVALID_OPTIONS', act: (_s, path) => createSpool({ path, config: { executor: { concurrency: -1 } } }) },
 ];
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
+const spools = useTempSpools();
 
 /** The whole store as one digest, plus counts, read through a connection of its own. */
 function fingerprint(path: string) {
-  const conn = new Database(path, { readonly: true });
-  try {
+  return readDb(path, (conn) => {
     const hash = createHash('sha256');
     for (const table of ['messages', 'queues', 'settings_overrides']) {
       hash.update(JSON.stringify(conn.prepare(`SELECT * FROM ${table} ORDER BY rowid`).raw().all()));
@@ -127,9 +125,7 @@ function fingerprint(path: string) {
       counts: conn.prepare('SELECT queue, state, COUNT(*) AS n FROM messages GROUP BY queue, state ORDER BY queue, state').all(),
       integrity: conn.pragma('integrity_check', { simple: true }),
     };
-  } finally {
-    conn.close();
-  }
+  });
 }
 
 async function outcome(act: () => unknown): Promise<unknown> {
@@ -142,12 +138,12 @@ async function outcome(act: () => unknown): Promise<unknown> {
 }
 
 describe('bad input', () => {
+  let spool: Spool;
   let before: ReturnType<typeof fingerprint>;
   let settingsBefore: Settings;
 
   beforeEach(async () => {
-    db = tempDb();
-    spool = createSpool({ path: db.path, config: { queues: { parked: { paused: true } } } });
+    spool = spools.open({ config: { queues: { parked: { paused: true } } } });
     spool.register('parked', () => {});
     spool.register('poison', () => {
       throw new NonRetryableError('never');
@@ -160,31 +156,24 @@ describe('bad input', () => {
     await dead;
     await spool.settings.update({ executor: { concurrency: 3 } });
     settingsBefore = spool.settings.get();
-    before = fingerprint(db.path);
+    before = fingerprint(spools.path);
     expect(before.counts).toEqual([
       { queue: 'parked', state: 'pending', n: 3 },
       { queue: 'poison', state: 'dead', n: 1 },
     ]);
   });
 
-  afterEach(async () => {
-    await spool?.close();
-    spool = undefined;
-    db?.cleanup();
-    db = undefined;
-  });
-
   it.each(CASES.map((c) => [c.name, c] as const))('%s: coded error, store unchanged', async (_name, c) => {
-    const error = await outcome(() => c.act(spool!, db!.path));
+    const error = await outcome(() => c.act(spool, spools.path));
     expect(error).toBeInstanceOf(SpoolError);
     expect((error as SpoolError).code).toBe(c.code);
     expect((error as SpoolError).message).not.toBe('');
     // Let any write the call might have queued reach the disk before looking.
-    await spool!.stop();
-    const after = fingerprint(db!.path);
+    await spool.stop();
+    const after = fingerprint(spools.path);
     expect(after.integrity).toBe('ok');
     expect(after.counts).toEqual(before.counts);
     expect(after.digest).toBe(before.digest);
-    expect(spool!.settings.get()).toEqual(settingsBefore);
+    expect(spool.settings.get()).toEqual(settingsBefore);
   });
 });

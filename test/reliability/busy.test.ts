@@ -4,13 +4,12 @@
  * `storage.busy`, lose nothing and not crash. The blocker is a second connection in this process:
  * BEGIN IMMEDIATE returns at once, and a timer commits it, so holding it does not block the loop.
  */
-import Database from 'better-sqlite3';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, isSpoolError, type Spool, type SpoolEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { isSpoolError, type Spool, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
 const HOLD_MS = 2000;
 /**
@@ -21,26 +20,13 @@ const HOLD_MS = 2000;
 const MAX_LAG_BOUND_MS = 400;
 const LAG_TARGET_MS = 50;
 
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
-let blocker: Database.Database | undefined;
+const spools = useTempSpools();
 
-afterEach(async () => {
-  if (blocker?.inTransaction) blocker.exec('ROLLBACK');
-  blocker?.close();
-  blocker = undefined;
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
-});
-
-/** A second connection that takes the write lock now and gives it back after `ms`. */
-function holdWriteLock(path: string, ms: number) {
-  blocker = new Database(path);
-  blocker.pragma('busy_timeout = 0');
-  blocker.exec('BEGIN IMMEDIATE');
-  const conn = blocker;
+/** A second connection that takes the write lock now and gives it back after `ms` (or after the test). */
+function holdWriteLock(ms: number) {
+  const conn = spools.connect();
+  conn.pragma('busy_timeout = 0');
+  conn.exec('BEGIN IMMEDIATE');
   let releasedAt = Number.POSITIVE_INFINITY;
   const released = new Promise<number>((resolve) => {
     setTimeout(() => {
@@ -88,8 +74,7 @@ function collect(events$: Spool['events$']) {
 
 describe('lock contention (SQLITE_BUSY)', () => {
   it('retries sends and settles asynchronously while another connection holds the write lock for 2 s', async () => {
-    db = tempDb();
-    spool = createSpool({ path: db.path });
+    const spool = spools.open();
     const baton = createBaton();
     const handled = new Map<string, number>();
     spool.register<{ n: number; hold?: boolean }>('work', async (message) => {
@@ -100,15 +85,15 @@ describe('lock contention (SQLITE_BUSY)', () => {
     const log = collect(spool.events$);
 
     // Two messages in flight before the lock: their completions must be committed under it.
-    const held = await Promise.all([0, 1].map((n) => spool!.send('work', { n, hold: true })));
+    const held = await Promise.all([0, 1].map((n) => spool.send('work', { n, hold: true })));
     await baton.arrived(2);
 
-    const lock = holdWriteLock(db.path, HOLD_MS);
+    const lock = holdWriteLock(HOLD_MS);
     const probe = lagProbe();
     const busy = nextEvent(spool.events$, (e) => e.type === 'storage.busy', { timeoutMs: HOLD_MS });
     const resolvedAt: number[] = [];
     const sends = Array.from({ length: 50 }, (_, n) =>
-      spool!.send('work', { n: n + 2 }).then((id) => {
+      spool.send('work', { n: n + 2 }).then((id) => {
         resolvedAt.push(performance.now());
         return id;
       }),
@@ -154,19 +139,18 @@ describe('lock contention (SQLITE_BUSY)', () => {
   });
 
   it('start() waits out a held lock asynchronously, then recovers and runs the backlog', async () => {
-    db = tempDb();
     // A backlog stored before the owner starts (a producer needs no owner).
-    const producer = createSpool({ path: db.path });
+    const producer = spools.open();
     const queued = await Promise.all([1, 2, 3].map((n) => producer.send('work', { n })));
     await producer.close();
 
-    spool = createSpool({ path: db.path });
+    const spool = spools.open();
     const handled: string[] = [];
     spool.register('work', (message) => {
       handled.push(message.id);
     });
     const log = collect(spool.events$);
-    const lock = holdWriteLock(db.path, 500);
+    const lock = holdWriteLock(500);
     const probe = lagProbe();
     const done = reached(spool.events$, 'done', 3, 'work', 10_000);
     await spool.start();
@@ -183,15 +167,14 @@ describe('lock contention (SQLITE_BUSY)', () => {
   });
 
   it('admin writes under a held lock reject with a coded STORAGE_BUSY and change nothing', async () => {
-    db = tempDb();
-    spool = createSpool({ path: db.path, config: { queues: { parked: { paused: true } } } });
+    const spool = spools.open({ config: { queues: { parked: { paused: true } } } });
     spool.register('parked', () => {});
     await spool.start();
     await spool.send('parked', { n: 1 });
     const before = await spool.stats();
     const settingsBefore = spool.settings.get();
 
-    const lock = holdWriteLock(db.path, 300);
+    const lock = holdWriteLock(300);
     const codes = await Promise.all([
       spool.settings.update({ executor: { concurrency: 2 } }).then(
         () => 'resolved',

@@ -3,35 +3,17 @@
  * second connection, goes to dead with CORRUPT_ROW (a message.error event says so) while every
  * other message flows on. Covered at claim (pending rows) and at boot recovery (in-flight rows).
  */
-import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, type MessageErrorEvent, type Spool, type SpoolEvent } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { MessageErrorEvent, SpoolEvent } from '../../src/index.js';
 import { nextEvent, nextEvents, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
-const spools: Spool[] = [];
-let db: ReturnType<typeof tempDb> | undefined;
-let editor: Database.Database | undefined;
-
-afterEach(async () => {
-  editor?.close();
-  editor = undefined;
-  for (const s of spools.splice(0)) await s.close();
-  db?.cleanup();
-  db = undefined;
-});
-
-function open(path: string) {
-  const spool = createSpool({ path });
-  spools.push(spool);
-  return spool;
-}
+const spools = useTempSpools();
 
 /** A second connection, as an operator with the sqlite3 shell would have. */
-function edit(path: string) {
-  editor ??= new Database(path);
-  const conn = editor;
+function edit() {
+  const conn = spools.connect();
   return {
     set(id: string, column: 'payload' | 'snapshot', value: string) {
       expect(conn.prepare(`UPDATE messages SET ${column} = ? WHERE id = ?`).run(value, id).changes).toBe(1);
@@ -69,12 +51,11 @@ const CORRUPTIONS: { name: string; column: 'payload' | 'snapshot'; value: string
 
 describe('corrupt rows', () => {
   it('sends each unreadable pending row to dead with CORRUPT_ROW and runs every other message', async () => {
-    db = tempDb();
     // Store the backlog before the owner starts, so the corrupt rows are still pending when claimed.
-    const producer = open(db.path);
+    const producer = spools.open();
     const good = await Promise.all(Array.from({ length: 10 }, (_, n) => producer.send('jobs', { n })));
     const bad = await Promise.all(CORRUPTIONS.map((c) => producer.send('jobs', { corrupt: c.name })));
-    const editor1 = edit(db.path);
+    const editor1 = edit();
     CORRUPTIONS.forEach((c, i) => editor1.set(bad[i]!, c.column, c.value));
 
     const handled: unknown[] = [];
@@ -106,8 +87,7 @@ describe('corrupt rows', () => {
   });
 
   it('sends an in-flight row whose snapshot is corrupt to dead at boot recovery and recovers the rest', async () => {
-    db = tempDb();
-    const first = open(db.path);
+    const first = spools.open();
     const baton = createBaton();
     first.register('jobs', () => baton.enter());
     await first.start();
@@ -117,12 +97,12 @@ describe('corrupt rows', () => {
     await first.stop({ timeoutMs: 1 });
     await first.close();
 
-    const editor1 = edit(db.path);
+    const editor1 = edit();
     for (const id of inflight) expect(editor1.row(id)!.state).toBe('processing');
     const [victim, ...healthy] = inflight as [string, ...string[]];
     editor1.set(victim, 'snapshot', '{"v":1,"value":"processing","context":');
 
-    const second = open(db.path);
+    const second = spools.open();
     const handled: string[] = [];
     second.register('jobs', (message) => {
       handled.push(message.id);

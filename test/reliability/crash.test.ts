@@ -3,45 +3,33 @@
  * own handler). The next start recovers the in-flight row to pending with the delivery counted, and
  * a message that keeps killing the process ends as a dead letter with CRASH_LOOP.
  */
-import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createSpool, type Message, type Spool, type SpoolEvent } from '../../src/index.js';
-import { spawnChild, type Child } from '../helpers/child.js';
+import { describe, expect, it } from 'vitest';
+import { createSpool, type Message, type SpoolEvent } from '../../src/index.js';
+import { spawnChild } from '../helpers/child.js';
 import { nextEvent } from '../helpers/events.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/crash-child.ts', import.meta.url));
 /** The child's config, so the parent recovers with the same policy. */
 const CONFIG = { processor: { pollIntervalMs: 50 }, queueDefaults: { maxCrashes: 3 } };
 
-const spools: Spool[] = [];
-const children: Child[] = [];
-let db: ReturnType<typeof tempDb> | undefined;
-
-afterEach(async () => {
-  await Promise.all(children.splice(0).map((c) => c.kill()));
-  await Promise.all(spools.splice(0).map((s) => s.close()));
-  db?.cleanup();
-  db = undefined;
-});
+const spools = useTempSpools();
 
 function setup() {
-  db = tempDb();
-  return { path: db.path, marker: join(db.dir, 'marker.log') };
+  return { path: spools.path, marker: join(spools.dir, 'marker.log') };
 }
 
-function openSpool(path: string) {
-  const spool = createSpool({ path, config: CONFIG });
-  spools.push(spool);
-  return spool;
+function openSpool() {
+  return spools.open({ config: CONFIG });
 }
 
 function child(path: string, mode: 'hang' | 'suicide' | 'run', marker: string) {
   const c = spawnChild(CHILD, [path, mode, marker]);
-  children.push(c);
+  spools.onCleanup(() => c.kill());
   return c;
 }
 
@@ -56,18 +44,15 @@ async function sendOne(path: string): Promise<string> {
 }
 
 function readRow(path: string, id: string) {
-  const other = new Database(path, { readonly: true });
-  try {
-    return other
+  return readDb(path, (other) =>
+    other
       .prepare(
         `SELECT state, json_extract(snapshot, '$.value') AS value, attempt, deliveries, lease_token IS NOT NULL AS leased,
            json_extract(last_error, '$.code') AS errorCode
          FROM messages WHERE id = ?`,
       )
-      .get(id) as { state: string; value: string; attempt: number; deliveries: number; leased: number; errorCode: string | null } | undefined;
-  } finally {
-    other.close();
-  }
+      .get(id) as { state: string; value: string; attempt: number; deliveries: number; leased: number; errorCode: string | null } | undefined,
+  );
 }
 
 function markerLines(marker: string): string[] {
@@ -93,7 +78,7 @@ describe('SIGKILL mid-handler', () => {
     const id = await sendOne(path);
     await killMidHandler(path, marker, id);
 
-    const spool = openSpool(path);
+    const spool = openSpool();
     const seen: Message[] = [];
     spool.register('jobs', (message) => {
       seen.push(message);
@@ -146,7 +131,7 @@ describe('SIGKILL mid-handler', () => {
     }
 
     // The next start gives up on the message instead of running it again.
-    const spool = openSpool(path);
+    const spool = openSpool();
     let ran = false;
     spool.register('jobs', () => {
       ran = true;

@@ -6,10 +6,10 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createSpool, SpoolError, type Spool, type SpoolEvent } from '../../src/index.js';
+import { SpoolError, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
-import { tempDb } from '../helpers/temp-db.js';
+import { useTempSpools } from '../helpers/spool.js';
 
 const opened = vi.hoisted(() => [] as BetterSqlite3.Database[]);
 
@@ -26,19 +26,11 @@ vi.mock('better-sqlite3', async (importOriginal) => {
   return { ...original, default: Tracked };
 });
 
-const { default: Database } = await import('better-sqlite3');
-
-let spool: Spool | undefined;
-let db: ReturnType<typeof tempDb> | undefined;
+const spools = useTempSpools();
 let inspector: BetterSqlite3.Database | undefined;
 
-afterEach(async () => {
-  inspector?.close();
+afterEach(() => {
   inspector = undefined;
-  await spool?.close();
-  spool = undefined;
-  db?.cleanup();
-  db = undefined;
   opened.length = 0;
 });
 
@@ -49,8 +41,8 @@ function spoolConnection(path: string): BetterSqlite3.Database {
   return found[0]!;
 }
 
-function look(path: string) {
-  inspector ??= new Database(path, { readonly: true });
+function look() {
+  inspector ??= spools.connect({ readonly: true });
   const conn = inspector;
   return {
     count: (queue: string, state?: string) =>
@@ -74,9 +66,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 
 describe('a full disk (max_page_count)', () => {
   it('rejects sends with STORAGE_FULL, keeps every stored row, retries transitions, and resumes when space returns', async () => {
-    db = tempDb();
-    spool = createSpool({
-      path: db.path,
+    const spool = spools.open({
       config: {
         // The filler queue is paused so its rows stay pending and nothing but our sends writes.
         queues: { filler: { paused: true } },
@@ -96,11 +86,11 @@ describe('a full disk (max_page_count)', () => {
     const seen: SpoolEvent[] = [];
     const sub = spool.events$.subscribe((e) => seen.push(e));
 
-    const work = await Promise.all([1, 2, 3].map((n) => spool!.send('work', { n })));
+    const work = await Promise.all([1, 2, 3].map((n) => spool.send('work', { n })));
     await baton.arrived(3);
 
     // Shrink the budget to just above the current size, then fill it with ever smaller rows.
-    const conn = spoolConnection(db.path);
+    const conn = spoolConnection(spools.path);
     const pages = conn.pragma('page_count', { simple: true }) as number;
     conn.pragma(`max_page_count = ${pages + 4}`);
     const stored: string[] = [];
@@ -122,7 +112,7 @@ describe('a full disk (max_page_count)', () => {
     expect(stored.length).toBeGreaterThan(0);
 
     // Full: single sends and batches reject with the code, and store nothing.
-    const db1 = look(db.path);
+    const db1 = look();
     expect(await codeOf(spool.send('filler', { pad: 'g'.repeat(4096) }))).toBe('STORAGE_FULL');
     expect(await codeOf(spool.sendBatch('filler', [{ a: 'h'.repeat(3000) }, { b: 'h'.repeat(3000) }]))).toBe('STORAGE_FULL');
     expect(db1.count('filler')).toBe(stored.length);

@@ -1,19 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { SpoolError } from '../../src/errors.js';
 import { assertQueueName, canonicalJson, contentKey, serializePayload } from '../../src/validate.js';
+import { thrown } from '../helpers/errors.js';
 
 const LIMIT = 1024 * 1024;
-
-/** The SpoolError `fn` throws (failing the test if it throws nothing or something else). */
-function thrownBy(fn: () => unknown): SpoolError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(SpoolError);
-    return error as SpoolError;
-  }
-  throw new Error('expected a SpoolError, nothing was thrown');
-}
 
 describe('assertQueueName', () => {
   it.each(['email', 'a', 'Email.Send_v2-x', '0', '...', 'q'.repeat(80)])('accepts %j', (name) => {
@@ -39,15 +28,15 @@ describe('assertQueueName', () => {
     ['null', null],
   ];
   it.each(invalid)('rejects %s with INVALID_QUEUE_NAME', (_, name) => {
-    const error = thrownBy(() => assertQueueName(name));
+    const error = thrown(() => assertQueueName(name));
     expect(error.code).toBe('INVALID_QUEUE_NAME');
     expect(error.message).toMatch(/^Expected a queue name of 1–80 characters from \[A-Za-z0-9._-\], got /);
   });
 
   it('names the bad value in the message, truncating long ones', () => {
-    expect(thrownBy(() => assertQueueName('email send')).message).toContain('got "email send"');
-    expect(thrownBy(() => assertQueueName(7)).message).toContain('got number');
-    const long = thrownBy(() => assertQueueName('x'.repeat(5000)));
+    expect(thrown(() => assertQueueName('email send')).message).toContain('got "email send"');
+    expect(thrown(() => assertQueueName(7)).message).toContain('got number');
+    const long = thrown(() => assertQueueName('x'.repeat(5000)));
     expect(long.message.length).toBeLessThan(300);
     expect(long.message).toContain('…');
   });
@@ -114,28 +103,28 @@ describe('serializePayload', () => {
     ['a plain object with toJSON', { v: { toJSON: () => 'x' } }, 'Payload.v has a toJSON method'],
   ];
   it.each(rejected)('rejects %s with INVALID_PAYLOAD naming the path', (_, payload, message) => {
-    const error = thrownBy(() => serializePayload(payload, LIMIT));
+    const error = thrown(() => serializePayload(payload, LIMIT));
     expect(error.code).toBe('INVALID_PAYLOAD');
     expect(error.message.startsWith(message)).toBe(true);
   });
 
   it('records the offending path in details', () => {
-    const error = thrownBy(() => serializePayload({ a: [{ b: Number.NaN }] }, LIMIT));
+    const error = thrown(() => serializePayload({ a: [{ b: Number.NaN }] }, LIMIT));
     expect(error.details).toEqual({ path: '.a[0].b' });
-    expect(thrownBy(() => serializePayload(undefined, LIMIT)).details).toEqual({ path: '$' });
+    expect(thrown(() => serializePayload(undefined, LIMIT)).details).toEqual({ path: '$' });
   });
 
   it('rejects a payload over maxBytes, counting UTF-8 bytes, and accepts one exactly at it', () => {
     const atLimit = 'x'.repeat(98); // 100 bytes with the quotes
     expect(serializePayload(atLimit, 100)).toBe(JSON.stringify(atLimit));
 
-    const over = thrownBy(() => serializePayload(`${atLimit}x`, 100));
+    const over = thrown(() => serializePayload(`${atLimit}x`, 100));
     expect(over.code).toBe('INVALID_PAYLOAD');
     expect(over.message).toBe('Payload is 101 bytes once serialised; the limit (maxPayloadBytes) is 100');
     expect(over.details).toEqual({ bytes: 101, maxBytes: 100 });
 
     // 50 two-byte characters: 52 characters of JSON, 102 bytes.
-    const wide = thrownBy(() => serializePayload('é'.repeat(50), 100));
+    const wide = thrown(() => serializePayload('é'.repeat(50), 100));
     expect(wide.details).toEqual({ bytes: 102, maxBytes: 100 });
   });
 });
