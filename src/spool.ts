@@ -160,7 +160,7 @@ export function createSpool(options: SpoolOptions): Spool {
       id: randomUUID(),
       queue,
       payload: json,
-      snapshot: encodeSnapshot(stepper, stepper.initial({ visibleAt })),
+      snapshot: initialSnapshot(visibleAt),
       snapshotVersion: MESSAGE_SNAPSHOT_VERSION,
       priority: o.priority ?? 0,
       visibleAt,
@@ -168,6 +168,16 @@ export function createSpool(options: SpoolOptions): Spool {
       dedupeKey,
       now,
     };
+  }
+
+  // A new message's snapshot depends only on its visibleAt, so a batch (and a burst of sends in
+  // the same millisecond) shares one machine-computed snapshot instead of one per message.
+  let lastInitial = { visibleAt: Number.NaN, json: '' };
+  function initialSnapshot(visibleAt: number): string {
+    if (lastInitial.visibleAt !== visibleAt) {
+      lastInitial = { visibleAt, json: encodeSnapshot(stepper, stepper.initial({ visibleAt })) };
+    }
+    return lastInitial.json;
   }
 
   function admit(queue: string, s: Settings) {
