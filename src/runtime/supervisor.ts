@@ -270,6 +270,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       emitState(d.row.id, d.row.queue, 'pending', d.to, d.attempt, at);
     }
     if (result.claimed.length) {
+      // Claimed and committed, nothing handled yet: recovery must hand these out again.
+      crashPoint('claim.afterCommit');
       const counts: Record<string, number> = {};
       for (const c of result.claimed) counts[c.entry.pool] = (counts[c.entry.pool] ?? 0) + 1;
       actor.send({ type: 'ACQUIRE', counts });
@@ -279,7 +281,6 @@ export function createSupervisor(deps: SupervisorDeps) {
     // Rows settled at claim (no consumer, corrupt) took no slot, yet may have crowded out ready
     // rows of other queues in this claim; claim again rather than wait for the poll.
     if (result.capped || result.dispositions.length > 0) committer.wake();
-    crashPoint('claim.afterCommit');
   }
 
   function launch(c: Claimed, at: number) {
