@@ -1,6 +1,6 @@
 /** The `spool` commands (settings get/update/reset, stats), over a spool that is never started. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SpoolError, type Spool } from '../index.js';
+import { isSpoolError, SpoolError, type Spool } from '../index.js';
 import { isBusy } from '../db/transaction.js';
 import type { CliCommand } from './args.js';
 
@@ -47,7 +47,9 @@ async function whileBusy<T>(write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } catch (error) {
-      if (!isBusy(error) || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
+      // The API reports a held lock as STORAGE_BUSY; a raw SQLITE_BUSY can come from the open.
+      const busy = isSpoolError(error, 'STORAGE_BUSY') || isBusy(error);
+      if (!busy || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
     }
     await sleep(delayMs);
   }

@@ -128,6 +128,25 @@ describe('spool command line parsing and errors (in process)', () => {
     expect(overridesRow(spools.path)).toEqual(before);
   });
 
+  it('an update waits out a write lock held by another connection, then lands', async () => {
+    await spools.open().settings.update({ processor: { batchSize: 50 } });
+    const holder = spools.connect();
+    holder.exec('BEGIN IMMEDIATE');
+    // Released from a timer: the CLI's retries are asynchronous, so this timer gets to run.
+    const released = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        holder.exec('COMMIT');
+        resolve();
+      }, 300),
+    );
+    const run = await cliHere('settings', 'update', '--db', spools.path, '{"processor":{"batchSize":60}}');
+    await released;
+    expect(run.stderr).not.toMatch(/BUSY/);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).processor.batchSize).toBe(60);
+    expect(JSON.parse(overridesRow(spools.path)!.overrides).processor.batchSize).toBe(60);
+  });
+
   it('usage errors exit 2 with INVALID_ARGUMENT; --help prints the usage on stdout; a missing file is not created', async () => {
     const help = await cliHere('--help');
     expect(help.code).toBe(0);
