@@ -98,6 +98,15 @@ const seen = { done: 0, retried: 0, dead: 0 };
 let recoveredLine: string | undefined;
 let booted = false;
 
+// `npm start | head` closes our stdout early: stop quietly, like Ctrl-C, instead of dying on EPIPE.
+let stdoutGone = false;
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  // Later writes fail the same way; one graceful stop is enough.
+  if (!stdoutGone) process.kill(process.pid, 'SIGINT');
+  stdoutGone = true;
+});
+
 /** Prints a whole line above the live line. */
 function log(line: string) {
   if (tty) process.stdout.write('\r\x1b[K');
@@ -113,7 +122,7 @@ spool.events$.subscribe((event: SpoolEvent) => {
       else if (booted && event.from === 'processing' && event.to === 'pending') seen.retried += 1;
       break;
     case 'spool.recovered':
-      recoveredLine = `boot reset: ${event.pending} in-flight message(s) went back to pending, ${event.dead} to dead (crash loop)`;
+      recoveredLine = `boot reset: ${event.pending} in-flight message(s) went back to pending, ${event.dead} to dead (crash loop or unreadable row)`;
       break;
     case 'message.error':
       if (event.code !== 'HANDLER_ERROR') log(`  ${event.queue} ${event.id.slice(0, 8)}: ${event.code} ${event.message}`);
