@@ -266,8 +266,11 @@ export function createSupervisor(deps: SupervisorDeps) {
     if (!result) return;
     const at = clock.now();
     for (const d of result.dispositions) {
+      // A message without a consumer really went through activating (the machine's path); a
+      // corrupt row's stored snapshot was unreadable, so it is announced as one step.
+      if (d.error.code === 'NO_CONSUMER') emitState(d.row.id, d.row.queue, 'pending', 'activating', d.attempt, at);
       emitError(d.row.id, d.row.queue, d.error, at);
-      emitState(d.row.id, d.row.queue, 'pending', d.to, d.attempt, at);
+      emitState(d.row.id, d.row.queue, d.error.code === 'NO_CONSUMER' ? 'activating' : 'pending', d.to, d.attempt, at);
     }
     if (result.claimed.length) {
       // Claimed and committed, nothing handled yet: recovery must hand these out again.

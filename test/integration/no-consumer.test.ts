@@ -35,7 +35,7 @@ describe('no consumer', () => {
     expect(error).toMatchObject({ type: 'message.error', id, queue: 'nobody-home', code: 'NO_CONSUMER' });
     expect(error!.message).toContain('nobody-home');
     const states = events.filter((e): e is MessageStateEvent => e.type === 'message.state' && e.id === id).map((e) => e.to);
-    expect(states).toEqual(['pending', 'dead']);
+    expect(states).toEqual(['pending', 'activating', 'dead']);
     // The error is announced before the transition it explains.
     expect(events.indexOf(error!)).toBeLessThan(events.findIndex((e) => e.type === 'message.state' && e.to === 'dead'));
 
