@@ -7,5 +7,8 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // In CI a JSON report as well, so .ci/run can print one plain "N passed, N failed" line.
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: 'test-results/vitest.json' },
   },
 });
