@@ -13,9 +13,15 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
 }
 
-/** The real clock: Date.now and Node timers. */
+/** The longest delay Node's setTimeout honours; a longer one fires after 1 ms instead. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The real clock: Date.now and Node timers. Delays are capped at MAX_TIMER_MS: the caller's
+ * timer then fires early (after ~24.8 days), finds its deadline not yet due, and re-arms.
+ */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  setTimeout: (fn, ms) => setTimeout(fn, Math.min(ms, MAX_TIMER_MS)),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };

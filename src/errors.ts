@@ -22,6 +22,7 @@ export type SpoolErrorCode =
   | 'CORRUPT_ROW'
   | 'HANDLER_ERROR'
   | 'NON_RETRYABLE'
+  | 'LAUNCH_FAILED'
   | 'STOPPED';
 
 /** The error every Spool API throws or rejects with. */

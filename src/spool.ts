@@ -280,11 +280,13 @@ export function createSpool(options: SpoolOptions): Spool {
   }
 
   function start(): Promise<void> {
-    if (closed) return Promise.reject(new SpoolError('CLOSED', 'The spool is closed'));
+    if (closed || closing) return Promise.reject(new SpoolError('CLOSED', 'The spool is closed'));
     if (supervisor?.running) return Promise.resolve();
     starting ??= (async () => {
       await stopping;
       try {
+        // close() may have begun while we waited for a stop: starting now would outlive it.
+        if (closing) throw new SpoolError('CLOSED', 'The spool closed while start() waited for stop()');
         open();
         lock ??= acquireOwnerLock(opts.path);
         const sup = ensureSupervisor();
@@ -363,9 +365,21 @@ export function createSpool(options: SpoolOptions): Spool {
     },
     async dead(queue, listOptions) {
       if (queue !== undefined) assertQueueName(queue);
-      return open().repo.listByState('dead', queue, listOptions?.limit ?? 1000).map(toMessageInfo);
+      const limit = listOptions?.limit ?? 1000;
+      if (!Number.isInteger(limit) || limit < 1) {
+        throw new SpoolError('INVALID_ARGUMENT', `Expected dead() limit to be an integer from 1 and up, got ${String(limit)}`);
+      }
+      return open().repo.listByState('dead', queue, limit).map(toMessageInfo);
     },
     async requeue(filter) {
+      // An id, or a plain filter object: anything else (an undefined id, say) must not mean "all".
+      const isFilter = filter !== null && typeof filter === 'object' && !Array.isArray(filter);
+      if (typeof filter !== 'string' && !isFilter) {
+        throw new SpoolError('INVALID_ARGUMENT', `Expected requeue() to get a message id or { queue? }, got ${filter === null ? 'null' : typeof filter}`);
+      }
+      if (isFilter && Object.keys(filter).some((key) => key !== 'queue')) {
+        throw new SpoolError('INVALID_ARGUMENT', `requeue() filters take only { queue }, got keys ${Object.keys(filter).join(', ')}`);
+      }
       const { db: handle, repo: r } = open();
       if (typeof filter !== 'string' && filter?.queue !== undefined) assertQueueName(filter.queue);
       const rows =

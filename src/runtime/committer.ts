@@ -109,8 +109,8 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     }
     busySince = undefined;
     busyRetries = 0;
-    for (let i = 0; i < ops.length; i++) ops[i]!.committed?.(results[i]);
-    if (runHook && hookError === undefined) hookNow!.committed(hookResult);
+    for (let i = 0; i < ops.length; i++) afterCommit(() => ops[i]!.committed?.(results[i]));
+    if (runHook && hookError === undefined) afterCommit(() => hookNow!.committed(hookResult));
     else if (runHook) {
       hookNow!.failed(toStorageError(hookError));
       hookRetry ??= setTimeout(() => {
@@ -120,6 +120,15 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
       }, RETRY_DELAY_MS * 4);
     }
     settleIdle();
+  }
+
+  /** One throwing callback must not keep the others of the same commit from running. */
+  function afterCommit(callback: () => void) {
+    try {
+      callback();
+    } catch (error) {
+      events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `A callback after commit threw: ${(error as Error)?.message ?? String(error)}`, at: clock.now() });
+    }
   }
 
   function handleFailure(ops: Op[], error: unknown, hookWanted: boolean) {
@@ -156,7 +165,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     const retry: Op[] = [];
     ops.forEach((op, i) => {
       const outcome = outcomes[i]!;
-      if (outcome.ok) op.committed?.(outcome.value);
+      if (outcome.ok) afterCommit(() => op.committed?.(outcome.value));
       else if (op.kind === 'transition' && (isFull(outcome.error) || isBusy(outcome.error))) retry.push(op);
       else op.failed?.(toStorageError(outcome.error));
     });

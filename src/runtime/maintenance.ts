@@ -92,6 +92,8 @@ export function createMaintenance(deps: {
   }
 
   function schedule() {
+    // A sweep still running from before a stop() and start() must not add a second chain.
+    if (timer !== undefined) return;
     timer = clock.setTimeout(() => {
       timer = undefined;
       if (!running) return;

@@ -17,12 +17,12 @@ import { messageMachine, type MessageEvent, type MessageState, type StoredError 
 import { stateOf, type MessageSnapshot, type MessageStepper, type PersistedMessage } from '../../machines/stepper.js';
 import { DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
 import { backoffDelay } from '../../machines/retry-policy.js';
-import type { Clock, TimerHandle } from '../clock.js';
+import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../clock.js';
 import { crashPoint } from '../crash-points.js';
 import { ABANDONED, type MessageRow, type Repository } from '../db/repository.js';
 import { runTransaction } from '../db/transaction.js';
 import type Database from 'better-sqlite3';
-import { SpoolError } from '../errors.js';
+import { SpoolError, toStoredError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { policyFor, type Settings } from '../settings/schema.js';
 import type { SettingsRuntime } from '../settings/store.js';
@@ -107,7 +107,8 @@ export function createSupervisor(deps: SupervisorDeps) {
   const knownQueues = new Set<string>();
   /** Queues that may have ready rows; a claim that drains a queue removes it. */
   const hot = new Set<string>();
-  let releases: Record<string, number> = {};
+  // Keyed by queue name: no prototype, so a queue called "constructor" reads undefined here.
+  let releases: Record<string, number> = Object.create(null);
   let releaseCount = 0;
   let running = false;
   let pollTimer: TimerHandle | undefined;
@@ -127,7 +128,7 @@ export function createSupervisor(deps: SupervisorDeps) {
   function applyReleases() {
     if (releaseCount === 0) return;
     const counts = releases;
-    releases = {};
+    releases = Object.create(null);
     releaseCount = 0;
     actor.send({ type: 'RELEASE', counts });
   }
@@ -275,10 +276,20 @@ export function createSupervisor(deps: SupervisorDeps) {
     if (result.claimed.length) {
       // Claimed and committed, nothing handled yet: recovery must hand these out again.
       crashPoint('claim.afterCommit');
-      const counts: Record<string, number> = {};
+      const counts: Record<string, number> = Object.create(null);
       for (const c of result.claimed) counts[c.entry.pool] = (counts[c.entry.pool] ?? 0) + 1;
       actor.send({ type: 'ACQUIRE', counts });
-      for (const c of result.claimed) launch(c, at);
+      for (const c of result.claimed) {
+        try {
+          launch(c, at);
+        } catch (error) {
+          // Our own launch path failed (e.g. a throwing inspection observer) before the handler
+          // could run: fail this attempt like a handler error, so the row cannot sit in flight
+          // with no handler, and every other claimed message still launches.
+          events.emit({ type: 'error', code: 'LAUNCH_FAILED', message: `Could not start ${c.entry.id}: ${(error as Error)?.message ?? String(error)}`, at });
+          if (!c.entry.settled) settle(c.entry, { kind: 'fail', error: toStoredError(error, 'LAUNCH_FAILED') });
+        }
+      }
     }
     if (result.nextDelayedAt !== null) armDelayed(result.nextDelayedAt);
     // Rows settled at claim (no consumer, corrupt) took no slot, yet may have crowded out ready
@@ -405,14 +416,14 @@ export function createSupervisor(deps: SupervisorDeps) {
       delayedTimer = undefined;
       delayedAt = null;
       committer.wake();
-    }, Math.max(0, at - clock.now()));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - clock.now())));
   }
 
   function armDeadline(at: number) {
     if (deadlineAt !== null && deadlineAt <= at) return;
     if (deadlineTimer !== undefined) clock.clearTimeout(deadlineTimer);
     deadlineAt = at;
-    deadlineTimer = clock.setTimeout(expireDeadlines, Math.max(0, at - clock.now()));
+    deadlineTimer = clock.setTimeout(expireDeadlines, Math.min(MAX_TIMER_MS, Math.max(0, at - clock.now())));
   }
 
   function expireDeadlines() {
@@ -592,8 +603,15 @@ export function createSupervisor(deps: SupervisorDeps) {
     get running() {
       return running;
     },
-    /** Ends the supervisor actor. */
+    /** Ends the supervisor actor and every timer, whatever state it was left in. */
     dispose() {
+      running = false;
+      settingsSub?.unsubscribe();
+      settingsSub = undefined;
+      for (const timer of [pollTimer, delayedTimer, deadlineTimer]) if (timer !== undefined) clock.clearTimeout(timer);
+      pollTimer = delayedTimer = deadlineTimer = undefined;
+      delayedAt = deadlineAt = null;
+      committer.setHook(undefined);
       actor.stop();
     },
   };
