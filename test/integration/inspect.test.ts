@@ -1,7 +1,7 @@
 /** The inspect option: every in-flight message is a live actor, and only in-flight ones are. */
 import { describe, expect, it } from 'vitest';
 import type { AnyActorRef, InspectionEvent } from 'xstate';
-import { reached } from '../helpers/events.js';
+import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
 import { useTempSpools } from '../helpers/spool.js';
 
@@ -127,5 +127,41 @@ describe('inspection observer', () => {
     expect(tracker.duplicates).toEqual([]);
     expect(tracker.ended.get(id)).toBe('done');
     expect(tracker.live.size).toBe(0);
+  });
+  // Guards: an inspection observer that threw inside launch() escaped the claim loop: the claimed
+  // row sat in flight with no handler (and the rest of the claimed batch never launched). Now the
+  // attempt fails like a handler error, LAUNCH_FAILED is reported and the other messages run.
+  it('an observer that throws once for one message does not strand it: LAUNCH_FAILED, a failed attempt, then a retry that completes', async () => {
+    let target: string | undefined;
+    let thrown = 0;
+    const spool = spools.open({
+      inspect: (event: InspectionEvent) => {
+        if (event.type === '@xstate.actor' && (event.actorRef as AnyActorRef).id === target && thrown === 0) {
+          thrown += 1;
+          throw new Error('inspector bug');
+        }
+      },
+      config: { queueDefaults: { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 0, maxDelayMs: 0, jitter: false } } },
+    });
+    const runs: { id: string; attempt: number }[] = [];
+    spool.register('email', (message) => {
+      runs.push({ id: message.id, attempt: message.attempt });
+    });
+    const ids = await spool.sendBatch('email', [1, 2, 3, 4]);
+    target = ids[1]!;
+    const launchFailed = nextEvent(spool.events$, (e) => e.type === 'error' && e.code === 'LAUNCH_FAILED');
+    const failedAttempt = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === target && e.from !== null && e.to === 'pending');
+    const allDone = reached(spool.events$, 'done', ids.length);
+    await spool.start();
+
+    expect(await launchFailed).toMatchObject({ type: 'error', code: 'LAUNCH_FAILED' });
+    expect(await failedAttempt).toMatchObject({ id: target, attempt: 1 });
+    const done = await allDone;
+    expect(thrown).toBe(1);
+    expect(done.map((e) => (e.type === 'message.state' ? e.id : '')).sort()).toEqual([...ids].sort());
+    // The target's handler never ran on attempt 1; its retry ran once, as attempt 2.
+    expect(runs.filter((r) => r.id === target)).toEqual([{ id: target, attempt: 2 }]);
+    for (const id of ids) if (id !== target) expect(runs.filter((r) => r.id === id)).toEqual([{ id, attempt: 1 }]);
+    expect((await spool.stats()).pools.default.active).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import { firstValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createSpool, SpoolError, type Message, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
+import { rejection } from '../helpers/errors.js';
 import { createGate } from '../helpers/gate.js';
 import { readDb } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -280,5 +281,62 @@ describe('close()', () => {
     await spool.close();
     expect(signal?.aborted).toBe(true);
     expect(readDb(spools.path, (other) => other.prepare('SELECT state FROM messages WHERE id = ?').get(id))).toEqual({ state: 'processing' });
+  });
+  // Guards: start() called while close() waited for a handler used to resolve (it only checked
+  // `closed`), restarting the supervisor behind close(): its poll and maintenance timers outlived
+  // close() and kept firing on a closed database.
+  it('start() while close() waits for a handler rejects with CLOSED; close() resolves and leaves no timers', async () => {
+    await turns();
+    const before = resourceCounts();
+    const spool = spools.open({ config: { processor: { pollIntervalMs: 50 }, maintenance: { intervalMs: 100 } } });
+    const gate = createGate();
+    spool.register('email', () => gate.wait());
+    await spool.start();
+    const processing = reached(spool.events$, 'processing', 1);
+    await spool.send('email', 1);
+    await processing;
+
+    const closing = spool.close();
+    await turns();
+    const restart = spool.start();
+    gate.open();
+    expect((await rejection(restart)).code).toBe('CLOSED');
+    await closing;
+    // A start() after close() still rejects too.
+    expect((await rejection(spool.start())).code).toBe('CLOSED');
+    await turns();
+
+    let leaked: [string, number][] = [];
+    for (let round = 0; round < 20; round++) {
+      leaked = [...resourceCounts()].filter(([type, n]) => n > (before.get(type) ?? 0));
+      if (leaked.length === 0) break;
+      await turns();
+    }
+    expect(leaked).toEqual([]);
+  });
+
+  it('start() while close({ timeoutMs }) aborts a hung handler rejects with CLOSED and leaves no timers', async () => {
+    await turns();
+    const before = resourceCounts();
+    const spool = spools.open({ config: { processor: { pollIntervalMs: 50 }, maintenance: { intervalMs: 100 } } });
+    spool.register('email', (_m, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', resolve)));
+    await spool.start();
+    const processing = reached(spool.events$, 'processing', 1);
+    await spool.send('email', 1);
+    await processing;
+
+    const closing = spool.close({ timeoutMs: 30 });
+    await turns();
+    expect((await rejection(spool.start())).code).toBe('CLOSED');
+    await closing;
+    await turns();
+
+    let leaked: [string, number][] = [];
+    for (let round = 0; round < 20; round++) {
+      leaked = [...resourceCounts()].filter(([type, n]) => n > (before.get(type) ?? 0));
+      if (leaked.length === 0) break;
+      await turns();
+    }
+    expect(leaked).toEqual([]);
   });
 });

@@ -90,4 +90,42 @@ describe('executor pools', () => {
     expect(baton.max).toBe(2);
     expect(baton.total).toBe(8);
   });
+  // Guards: release/acquire counts were kept in plain {} objects, so for a queue named
+  // "constructor" or "toString" `counts[q] ?? 0` read Object.prototype's function, and the pool's
+  // active count became a string/NaN: the queue stalled or ran past its limit. Now Object.create(null).
+  for (const name of ['constructor', 'toString']) {
+    it(`a queue named "${name}" with its own executor runs all its messages at its limit; other queues still complete`, async () => {
+      const spool = spools.open({ config: { queues: { [name]: { executor: { concurrency: 1 } } } } });
+      const baton = createBaton();
+      spool.register(name, () => baton.enter());
+      spool.register('other', () => {});
+      const errors: string[] = [];
+      spool.events$.subscribe((e) => {
+        if (e.type === 'error') errors.push(e.message);
+      });
+      await spool.sendBatch(name, Array.from({ length: 6 }, (_, i) => i));
+      const ownDone = reached(spool.events$, 'done', 6, name);
+      await spool.start();
+
+      await baton.arrived(1);
+      expect(baton.inside).toBe(1);
+      expect(spool.supervisor.getSnapshot().context.pools[name]).toEqual({ concurrency: 1, active: 1 });
+      baton.openForever();
+      await ownDone;
+      expect(baton.total).toBe(6);
+      expect(baton.max).toBe(1);
+
+      const otherDone = reached(spool.events$, 'done', 1, 'other');
+      await spool.send('other', {});
+      await otherDone;
+
+      const { pools } = spool.supervisor.getSnapshot().context;
+      expect(pools[name]).toEqual({ concurrency: 1, active: 0 });
+      expect(pools['*']).toEqual({ concurrency: expect.any(Number), active: 0 });
+      const stats = await spool.stats();
+      expect(stats.pools.default.active).toBe(0);
+      expect(stats.pools.byQueue[name]).toEqual({ concurrency: 1, active: 0 });
+      expect(errors).toEqual([]);
+    });
+  }
 });

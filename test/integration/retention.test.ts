@@ -125,6 +125,47 @@ describe('retention of dead letters', () => {
 });
 
 describe('large sweeps', () => {
+  // Guards: maintenance.schedule() armed a new timer unconditionally. A timer-driven sweep still
+  // running across stop() + start() re-armed on finishing while start() had armed one already:
+  // two maintenance chains, and close() cleared only one, leaving a timer that fired after close.
+  it('stop() and start() during a timer-driven sweep leave one maintenance timer; close() leaves none', async () => {
+    const ROWS = 20_000;
+    const { spool, clock } = setup({ retention: { deadMs: 0 }, maintenance: { intervalMs: 100 } });
+    spool.register('jobs', () => undefined);
+    const first = reached(spool.events$, 'done', 1);
+    await spool.send('jobs', {}); // creates the schema
+    // Dead letters written directly, for speed: the sweep deletes them 200 per batch, two ticks each.
+    const raw = spools.connect();
+    const insert = raw.prepare(
+      `INSERT INTO messages (id, queue, payload, state, snapshot, snapshot_version, priority, visible_at, ready, created_at, updated_at, finished_at)
+       VALUES (?, 'jobs', '{}', 'dead', '{}', 1, 0, 0, 0, 0, 0, 0)`,
+    );
+    raw.transaction(() => {
+      for (let i = 0; i < ROWS; i++) insert.run(`dead-${i}`);
+    })();
+    raw.close();
+    await spool.start();
+    await first;
+
+    let sweptYet = false;
+    spool.events$.subscribe((e) => {
+      if (e.type === 'maintenance.swept') sweptYet = true;
+    });
+    const swept = nextEvent<SweepEvent>(spool.events$, (e) => e.type === 'maintenance.swept', { timeoutMs: 30_000 });
+    clock.advance(100); // fires the maintenance timer: the sweep starts and yields between batches
+    await spool.stop();
+    await spool.start();
+    // The scenario needs the timer-driven sweep to outlive the stop() and start().
+    expect(sweptYet).toBe(false);
+    expect(await swept).toMatchObject({ deleted: ROWS });
+    expect((await spool.stats()).queues.jobs?.dead ?? 0).toBe(0);
+    // Let the finished sweep's promise chain settle (it re-arms the timer after the event).
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+
+    await spool.close();
+    expect(clock.pending).toBe(0);
+  });
+
   it('sweeps 100k dead letters in small batches while the processor keeps claiming', async () => {
     const ROWS = 100_000;
     const { spool, clock } = setup({

@@ -10,6 +10,7 @@ import {
   type Spool,
   type SpoolEvent,
 } from '../../src/index.js';
+import { rejection } from '../helpers/errors.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
@@ -197,6 +198,39 @@ describe('dead letters and redrive', () => {
     await dead;
     expect(await spool.purge('jobs', { state: 'dead' })).toBe(3);
     expect(await spool.dead('jobs')).toEqual([]);
+  });
+  // Guards: requeue() treated anything that was not a string as a filter, so requeue(undefined)
+  // (an id looked up from a missing key), null or 42 redrove EVERY dead letter; a filter with a
+  // misspelt key did the same. dead() passed a fractional or zero limit to SQLite unchecked.
+  it('requeue() with no id, null, a number or unknown filter keys, and dead() with a bad limit, reject INVALID_ARGUMENT and redrive nothing', async () => {
+    const { spool } = setup({});
+    spool.register('a', () => {
+      throw new NonRetryableError('poison');
+    });
+    spool.register('b', () => {
+      throw new NonRetryableError('poison');
+    });
+    await spool.start();
+    const dead = reached(spool.events$, 'dead', 4);
+    const ids = [...(await spool.sendBatch('a', [1, 2])), ...(await spool.sendBatch('b', [1, 2]))];
+    await dead;
+    await spool.stop();
+    const deadIds = async () => (await spool.dead()).map((m) => m.id).sort();
+    expect(await deadIds()).toEqual([...ids].sort());
+
+    const lookup: Record<string, string> = {};
+    const requeue = spool.requeue as (filter: unknown) => Promise<number>;
+    for (const bad of [lookup.missing, null, 42, { queue: 'x', extra: 1 }] as unknown[]) {
+      const error = await rejection(requeue(bad));
+      expect(error.code, `requeue(${JSON.stringify(bad)})`).toBe('INVALID_ARGUMENT');
+      expect(await deadIds()).toEqual([...ids].sort());
+    }
+    for (const limit of [1.5, 0]) {
+      expect((await rejection(spool.dead('a', { limit }))).code, `dead(a, { limit: ${limit} })`).toBe('INVALID_ARGUMENT');
+    }
+    // The valid forms still work.
+    expect(await spool.dead('a', { limit: 1 })).toHaveLength(1);
+    for (const id of ids) expect((await spool.get(id))?.state).toBe('dead');
   });
 });
 
