@@ -38,25 +38,26 @@ function fdsUnder(dir: string): string[] {
   return found;
 }
 
+/** Two concurrent calls get the same promise; a later call after it settled is a no-op. */
+async function expectShared(call: () => Promise<void>) {
+  const first = call();
+  const second = call();
+  expect(second).toBe(first);
+  await Promise.all([first, second]);
+  await call();
+}
+
 describe('idempotent lifecycle', () => {
   it('concurrent start(), stop() and close() calls share one promise each; repeats are no-ops', async () => {
     const spool = spools.open();
     spool.register('email', () => {});
-    const s1 = spool.start();
-    const s2 = spool.start();
-    expect(s2).toBe(s1);
-    await Promise.all([s1, s2]);
-    await spool.start();
+    await expectShared(() => spool.start());
 
     const done = reached(spool.events$, 'done', 1);
     await spool.send('email', 1);
     await done;
 
-    const p1 = spool.stop();
-    const p2 = spool.stop();
-    expect(p2).toBe(p1);
-    await Promise.all([p1, p2]);
-    await spool.stop();
+    await expectShared(() => spool.stop());
 
     // Restart after stop resumes processing.
     await spool.start();
@@ -64,11 +65,7 @@ describe('idempotent lifecycle', () => {
     await spool.send('email', 2);
     await again;
 
-    const c1 = spool.close();
-    const c2 = spool.close();
-    expect(c2).toBe(c1);
-    await Promise.all([c1, c2]);
-    await spool.close();
+    await expectShared(() => spool.close());
     await spool.stop();
   });
 
