@@ -11,6 +11,11 @@ export interface Clock {
   setTimeout(fn: () => void, ms: number): TimerHandle;
   /** Cancels a timer from `setTimeout`. */
   clearTimeout(handle: TimerHandle): void;
+  /**
+   * Milliseconds from an arbitrary origin that never jumps (NTP steps the wall clock, not this).
+   * In-process handler timeouts are measured with it; without it, `now()` is used.
+   */
+  monotonic?(): number;
 }
 
 /** The longest delay Node's setTimeout honours; a longer one fires after 1 ms instead. */
@@ -24,4 +29,10 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => setTimeout(fn, Math.min(ms, MAX_TIMER_MS)),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  monotonic: () => performance.now(),
 };
+
+/** The clock's monotonic reading, falling back to its wall time for clocks without one. */
+export function monotonicNow(clock: Clock): number {
+  return clock.monotonic ? clock.monotonic() : clock.now();
+}

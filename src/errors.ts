@@ -23,7 +23,10 @@ export type SpoolErrorCode =
   | 'HANDLER_ERROR'
   | 'NON_RETRYABLE'
   | 'LAUNCH_FAILED'
-  | 'STOPPED';
+  | 'STOPPED'
+  | 'STORAGE_LOST'
+  | 'HARD_LINKED'
+  | 'SUBSCRIBER_ERROR';
 
 /** The error every Spool API throws or rejects with. */
 export class SpoolError extends Error {
@@ -70,24 +73,61 @@ export class RetryAfterError extends Error {
   }
 }
 
-/** Turns anything thrown into an Error (graphile-worker's coerceError). */
+/** Turns anything thrown into an Error (graphile-worker's coerceError). Never throws. */
 export function coerceError(thrown: unknown): Error {
-  if (thrown instanceof Error) return thrown;
+  if (isError(thrown)) return thrown;
   return new Error(typeof thrown === 'string' ? thrown : `Non-error thrown: ${safeString(thrown)}`);
 }
 
-/** The plain-JSON form of an error, as stored in a snapshot's `lastError`. */
+/**
+ * The plain-JSON form of an error, as stored in a snapshot's `lastError`. Never throws: a thrown
+ * value is hostile input (a Proxy, a throwing `code` getter), and reading it must not take the
+ * runtime down or strand the message in flight.
+ */
 export function toStoredError(thrown: unknown, fallbackCode: SpoolErrorCode = 'HANDLER_ERROR'): StoredError {
   const error = coerceError(thrown);
-  const own = (error as unknown as { code?: unknown }).code;
+  const own = read(error, 'code');
   const code = typeof own === 'string' ? own : fallbackCode;
-  return error.stack === undefined ? { code, message: error.message } : { code, message: error.message, stack: error.stack };
+  const message = read(error, 'message');
+  const stack = read(error, 'stack');
+  const stored: StoredError = { code, message: typeof message === 'string' ? message : safeString(message) };
+  if (typeof stack === 'string') stored.stack = stack;
+  return stored;
+}
+
+/** A thrown value's message for a log line or an event. Never throws. */
+export function messageOf(thrown: unknown): string {
+  const message = read(thrown, 'message');
+  if (typeof message === 'string') return message;
+  return typeof thrown === 'string' ? thrown : safeString(thrown);
+}
+
+/** `value[key]`, or undefined when reading it throws. */
+function read(value: unknown, key: string): unknown {
+  try {
+    return (value as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+/** `instanceof Error` that survives a Proxy whose getPrototypeOf trap throws. */
+function isError(value: unknown): value is Error {
+  try {
+    return value instanceof Error;
+  } catch {
+    return false;
+  }
 }
 
 function safeString(value: unknown): string {
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {
-    return Object.prototype.toString.call(value);
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return '[unreadable value]';
+    }
   }
 }

@@ -2,6 +2,8 @@
 import { Subject, type Observable } from 'rxjs';
 import type { MessageState } from '../machines/message.machine.js';
 import type { Settings } from './settings/schema.js';
+import { messageOf } from './errors.js';
+import { isolated, type SubscriberErrorReporter } from './isolate.js';
 
 /** A committed state change of one message. `from` is null when the message was just sent. */
 export interface MessageStateEvent {
@@ -53,7 +55,10 @@ export interface StorageBusyEvent {
   at: number;
 }
 
-/** A failure not tied to one message (a storage error, an invalid override row, a sweep error). */
+/**
+ * A failure not tied to one message: a storage error, STORAGE_LOST (the database file was deleted
+ * or replaced), an invalid override row, a sweep error, SUBSCRIBER_ERROR (a subscriber threw).
+ */
 export interface SpoolErrorEvent {
   type: 'error';
   code: string;
@@ -79,44 +84,71 @@ export interface SweepEvent {
   at: number;
 }
 
+/** A message's row was deleted without reaching done through its handler (purge, sweep, queue delete). */
+export interface MessageRemovedEvent {
+  type: 'message.removed';
+  id: string;
+  queue: string;
+  /** The state the row was in when it was deleted. */
+  from: MessageState;
+  reason: 'purged' | 'swept' | 'deleted';
+  at: number;
+}
+
 /** Every event on `events$`. */
 export type SpoolEvent =
   | MessageStateEvent
   | MessageErrorEvent
   | MessageStaleEvent
+  | MessageRemovedEvent
   | SettingsChangedEvent
   | StorageBusyEvent
   | SpoolErrorEvent
   | RecoveredEvent
   | SweepEvent;
 
-/** A Subject that never errors: one throwing subscriber cannot break the runtime. */
+/** A Subject that never errors, whose direct subscribers cannot break the runtime or the process. */
 export interface EventBus {
   readonly events$: Observable<SpoolEvent>;
   emit(event: SpoolEvent): void;
   complete(): void;
   /** True when nobody listens, so hot paths can skip building events. */
   readonly idle: boolean;
+  /** Wraps another of Spool's observables so its direct subscribers are isolated the same way. */
+  isolate<T>(source: Observable<T>, name: string): Observable<T>;
 }
 
-/** Creates the event bus behind `spool.events$`. */
-export function createEventBus(): EventBus {
+/** Creates the event bus behind `spool.events$`; `now` stamps the SUBSCRIBER_ERROR events. */
+export function createEventBus(now: () => number = Date.now): EventBus {
   const subject = new Subject<SpoolEvent>();
+  let reporting = false;
+  const report: SubscriberErrorReporter = (error, where) => {
+    // A subscriber that throws on the report as well would report forever: nested reports drop.
+    if (reporting) return;
+    reporting = true;
+    try {
+      subject.next({ type: 'error', code: 'SUBSCRIBER_ERROR', message: `${where}: ${messageOf(error)}`, at: now() });
+    } catch {
+      // Only isolated subscribers are attached, so nothing should reach here; never rethrow.
+    } finally {
+      reporting = false;
+    }
+  };
+  const events$ = isolated(subject.asObservable(), 'events$', report);
   return {
-    events$: subject.asObservable(),
+    events$,
     emit(event) {
       try {
         subject.next(event);
       } catch (error) {
-        // A subscriber threw synchronously; report it without letting it escape into the runtime.
-        queueMicrotask(() => {
-          throw error;
-        });
+        report(error, 'A subscriber of events$ threw');
       }
     },
     complete: () => subject.complete(),
     get idle() {
       return !subject.observed;
     },
+    isolate: (source, name) => isolated(source, name, report),
   };
 }
+

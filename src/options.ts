@@ -35,7 +35,8 @@ export const OPTION_DEFAULTS = {
 };
 
 const optionsSchema = z.strictObject({
-  path: z.string().min(1),
+  // SQLite cuts a path at a NUL, so `a\0b` would open `a` and its lock file would be the database.
+  path: z.string().min(1).refine((p) => !p.includes('\0'), 'must not contain a NUL character'),
   config: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
   durability: z.enum(['normal', 'full']).optional(),
   inspect: z.union([z.function(), z.object({}).loose()]).optional(),
@@ -85,6 +86,14 @@ export function loadConfig(config: string | Record<string, unknown> | undefined)
     }
   }
   if (!isObject(doc)) throw new SpoolError('INVALID_OPTIONS', `The config (${source}) must be a JSON object`);
-  validateConfigLayer(doc, source);
+  try {
+    validateConfigLayer(doc, source);
+  } catch (error) {
+    // Whatever is wrong inside the config (a "__proto__" key included), it is an option error.
+    if (error instanceof SpoolError && error.code !== 'INVALID_OPTIONS') {
+      throw new SpoolError('INVALID_OPTIONS', `Invalid config (${source}): ${error.message}`, { cause: error });
+    }
+    throw error;
+  }
   return doc;
 }

@@ -10,17 +10,18 @@ import { createMessageStepper, type MessageSnapshot } from '../machines/stepper.
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import { openDatabase, type DbHandle } from './db/client.js';
 import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
-import { createRepository, type MessageRow, type Repository } from './db/repository.js';
+import { createRepository, type MessageRow, type RemovedRow, type Repository } from './db/repository.js';
 import { isBusy, isFull, runTransaction, sqliteCode } from './db/transaction.js';
 import { SpoolError } from './errors.js';
-import { createEventBus, type SpoolEvent } from './events.js';
+import { createEventBus, type MessageRemovedEvent, type SpoolEvent } from './events.js';
 import { parseOptions, type SpoolOptions } from './options.js';
 import { crashPoint } from './crash-points.js';
+import { MAX_TIMER_MS } from './clock.js';
 import { BUSY_GIVE_UP_MS, createCommitter, RETRY_DELAY_MS, toStorageError, type Committer } from './runtime/committer.js';
 import type { Handler } from './runtime/handler.js';
 import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
 import { deadLetter, decodeSnapshot, encodeSnapshot, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
-import { createSupervisor, type SupervisorRuntime } from './runtime/supervisor.js';
+import { createSupervisor, DRAIN_GRACE_MS, type SupervisorRuntime } from './runtime/supervisor.js';
 import { policyFor, queueSettings, type Settings } from './settings/schema.js';
 import { createSettingsStore, type SettingsStore } from './settings/store.js';
 import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
@@ -94,7 +95,7 @@ export interface Spool {
 export function createSpool(options: SpoolOptions): Spool {
   const opts = parseOptions(options);
   const { clock } = opts;
-  const bus = createEventBus();
+  const bus = createEventBus(() => clock.now());
   const stepper = createMessageStepper();
   const consumers = new Map<string, Handler>();
 
@@ -105,17 +106,20 @@ export function createSpool(options: SpoolOptions): Spool {
   let maintenance: Maintenance | undefined;
   let lock: OwnerLock | undefined;
   let closed = false;
+  /** Set once close() closes the database: every later call rejects with CLOSED. */
+  let dbClosed = false;
   let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const knownQueues = new Set<string>();
 
   function open() {
-    if (closed) throw new SpoolError('CLOSED', 'The spool is closed');
+    if (closed || dbClosed) throw new SpoolError('CLOSED', 'The spool is closed');
     if (!db) {
-      db = openDatabase(opts.path, opts.durability);
-      repo = createRepository(db);
-      committer = createCommitter(db.sqlite, bus, clock);
+      const handle = openDatabase(opts.path, opts.durability);
+      db = handle;
+      repo = createRepository(handle);
+      committer = createCommitter(handle.sqlite, bus, clock, () => handle.intact());
     }
     return { db, repo: repo!, committer: committer! };
   }
@@ -129,7 +133,7 @@ export function createSpool(options: SpoolOptions): Spool {
       return {
         read: () => r.readOverrides(),
         version: () => r.overridesVersion(),
-        atomically: (fn) => apiTransaction(handle.sqlite, fn),
+        atomically: (fn) => apiTransaction(handle, fn),
         write: (overrides, now) => r.writeOverrides(overrides, now),
       };
     },
@@ -222,16 +226,22 @@ export function createSpool(options: SpoolOptions): Spool {
       refreshIfProducer(now);
       const s = settings.get();
       admit(queue, s);
-      const rows = payloads.map((p, i) => {
+      const rows: ReturnType<typeof prepareRow>[] = [];
+      // A plain loop, not map(): map() skips the holes of a sparse array, which would store fewer
+      // rows than the caller sent and resolve null ids for the holes.
+      for (let i = 0; i < payloads.length; i++) {
         try {
-          return prepareRow(queue, p, o, s, now);
+          if (!(i in payloads)) {
+            throw new SpoolError('INVALID_PAYLOAD', 'Payload is a hole in a sparse array, not a JSON value', { details: { path: '$', reason: 'json' } });
+          }
+          rows.push(prepareRow(queue, payloads[i], o, s, now));
         } catch (error) {
           if (error instanceof SpoolError && payloads.length > 1 && error.code === 'INVALID_PAYLOAD') {
-            throw new SpoolError('INVALID_PAYLOAD', `Item ${i}: ${error.message}`, { cause: error, details: { index: i } });
+            throw new SpoolError('INVALID_PAYLOAD', `Item ${i}: ${error.message}`, { cause: error, details: { ...error.details, index: i } });
           }
           throw error;
         }
-      });
+      }
       if (rows.length === 0) return Promise.resolve([]);
       // Ready rows: the claim joins this insert's group transaction, so the handler can start
       // right after that one commit (one event-loop turn, not two).
@@ -287,12 +297,13 @@ export function createSpool(options: SpoolOptions): Spool {
       try {
         // close() may have begun while we waited for a stop: starting now would outlive it.
         if (closing) throw new SpoolError('CLOSED', 'The spool closed while start() waited for stop()');
-        open();
-        lock ??= acquireOwnerLock(opts.path);
+        const { db: handle } = open();
+        await whileBusy(() => {
+          lock ??= acquireOwnerLock(handle.path, handle.sqlite, clock.now());
+        });
         const sup = ensureSupervisor();
-        await startSupervisor(sup);
-        maintenance ??= createMaintenance({ repo: repo!, sqlite: db!.sqlite, clock, events: bus, settings });
-        maintenance.start();
+        await whileBusy(() => sup.start());
+        ensureMaintenance().start();
       } finally {
         starting = undefined;
       }
@@ -301,15 +312,15 @@ export function createSpool(options: SpoolOptions): Spool {
   }
 
   /**
-   * Boot recovery needs the write lock. Another connection holding it is waited out with short
-   * asynchronous retries (as the committer does), never a long blocking busy wait; past
-   * BUSY_GIVE_UP_MS start() rejects with STORAGE_BUSY. A failed recover() changed nothing.
+   * Taking ownership and boot recovery need the write lock. Another connection holding it is
+   * waited out with short asynchronous retries (as the committer does), never a long blocking
+   * busy wait; past BUSY_GIVE_UP_MS start() rejects with STORAGE_BUSY. A failed try changed nothing.
    */
-  async function startSupervisor(sup: SupervisorRuntime) {
+  async function whileBusy(step: () => void) {
     const since = performance.now();
     for (let retries = 1; ; retries++) {
       try {
-        return sup.start();
+        return step();
       } catch (error) {
         if (!isBusy(error)) throw error;
         if (performance.now() - since > BUSY_GIVE_UP_MS) throw toStorageError(error);
@@ -321,11 +332,21 @@ export function createSpool(options: SpoolOptions): Spool {
   }
 
   function stop(stopOptions?: { timeoutMs?: number }): Promise<void> {
+    let timeoutMs: number;
+    try {
+      timeoutMs = parseStopTimeout(stopOptions, 'stop');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return stopFor(timeoutMs);
+  }
+
+  function stopFor(timeoutMs: number): Promise<void> {
     stopping ??= (async () => {
       await starting?.catch(() => {});
       maintenance?.stop();
-      await supervisor?.stop(stopOptions?.timeoutMs ?? 10_000);
-      await committer?.drain();
+      await supervisor?.stop(timeoutMs);
+      await committer?.drain(DRAIN_GRACE_MS);
     })().finally(() => {
       stopping = undefined;
     });
@@ -334,6 +355,7 @@ export function createSpool(options: SpoolOptions): Spool {
 
   const api: Spool = {
     register(queue, handler) {
+      if (closed || closing) throw new SpoolError('CLOSED', 'The spool is closed');
       assertQueueName(queue);
       if (typeof handler !== 'function') throw new SpoolError('INVALID_ARGUMENT', `Expected a handler function for queue "${queue}", got ${typeof handler}`);
       if (consumers.has(queue)) throw new SpoolError('DUPLICATE_CONSUMER', `Queue "${queue}" already has a consumer`);
@@ -366,8 +388,8 @@ export function createSpool(options: SpoolOptions): Spool {
     async dead(queue, listOptions) {
       if (queue !== undefined) assertQueueName(queue);
       const limit = listOptions?.limit ?? 1000;
-      if (!Number.isInteger(limit) || limit < 1) {
-        throw new SpoolError('INVALID_ARGUMENT', `Expected dead() limit to be an integer from 1 and up, got ${String(limit)}`);
+      if (!Number.isSafeInteger(limit) || limit < 1) {
+        throw new SpoolError('INVALID_ARGUMENT', `Expected dead() limit to be a safe integer from 1 and up, got ${String(limit)}`);
       }
       return open().repo.listByState('dead', queue, limit).map(toMessageInfo);
     },
@@ -388,7 +410,7 @@ export function createSpool(options: SpoolOptions): Spool {
           : r.listByState('dead', filter?.queue, 1_000_000);
       const now = clock.now();
       const moved: MessageRow[] = [];
-      apiTransaction(handle.sqlite, () => {
+      apiTransaction(handle, () => {
         for (const row of rows) {
           let snapshot: MessageSnapshot;
           try {
@@ -419,28 +441,29 @@ export function createSpool(options: SpoolOptions): Spool {
       if (state !== 'pending' && state !== 'dead' && state !== 'done') {
         throw new SpoolError('INVALID_ARGUMENT', `purge() takes state 'pending', 'dead' or 'done', got ${String(state)}`);
       }
-      const { db: handle, repo: r } = open();
       let total = 0;
       for (;;) {
-        const n = apiTransaction(handle.sqlite, () => r.purgeBatch(queue, [state], 1000));
-        total += n;
-        if (n < 1000) break;
+        // Re-opened each batch: a close() between batches ends the purge with CLOSED.
+        const { db: handle, repo: r } = open();
+        const removed = apiTransaction(handle, () => r.purgeBatch(queue, [state], 1000));
+        total += removed.length;
+        announceRemoved(removed, 'purged');
+        if (removed.length < 1000) break;
         // Let claims and sends in between batches.
         await new Promise((resolve) => setImmediate(resolve));
       }
       return total;
     },
     async sweep() {
-      open();
-      maintenance ??= createMaintenance({ repo: repo!, sqlite: db!.sqlite, clock, events: bus, settings });
-      return maintenance.sweep();
+      return ensureMaintenance().sweep();
     },
     get events$() {
       return bus.events$;
     },
     watch(id) {
-      return new Observable<MessageState>((subscriber) => {
+      const watching = new Observable<MessageState>((subscriber) => {
         const sub = bus.events$.subscribe((event) => {
+          if (event.type === 'message.removed' && event.id === id) return subscriber.complete();
           if (event.type !== 'message.state' || event.id !== id) return;
           subscriber.next(event.to);
           if (event.to === 'done' || event.to === 'dead') subscriber.complete();
@@ -454,6 +477,7 @@ export function createSpool(options: SpoolOptions): Spool {
         }
         return () => sub.unsubscribe();
       });
+      return bus.isolate(watching, 'watch()');
     },
     settings,
     get supervisor() {
@@ -461,16 +485,25 @@ export function createSpool(options: SpoolOptions): Spool {
     },
     stop,
     close(closeOptions) {
+      let timeoutMs: number;
+      try {
+        timeoutMs = parseStopTimeout(closeOptions, 'close');
+      } catch (error) {
+        return Promise.reject(error);
+      }
       closing ??= (async () => {
         const errors: unknown[] = [];
         // Every step runs even if an earlier one throws (BullMQ's close()).
         for (const step of [
-          () => stop(closeOptions),
-          () => maintenance?.stop(),
+          () => stopFor(timeoutMs),
+          () => maintenance?.close(),
           () => committer?.close(),
           () => supervisor?.dispose(),
           () => lock?.release(),
-          () => db?.close(),
+          () => {
+            dbClosed = true;
+            db?.close();
+          },
           () => settings.complete(),
           () => bus.complete(),
         ]) {
@@ -487,6 +520,19 @@ export function createSpool(options: SpoolOptions): Spool {
     },
   };
 
+  function ensureMaintenance(): Maintenance {
+    const { db: handle, repo: r } = open();
+    maintenance ??= createMaintenance({ repo: r, sqlite: handle.sqlite, clock, events: bus, settings, removed: (rows) => announceRemoved(rows, 'swept') });
+    return maintenance;
+  }
+
+  /** Announces deleted rows (only when someone listens: a purge may delete a million). */
+  function announceRemoved(rows: RemovedRow[], reason: MessageRemovedEvent['reason']) {
+    if (bus.idle || rows.length === 0) return;
+    const at = clock.now();
+    for (const row of rows) bus.emit({ type: 'message.removed', id: row.id, queue: row.queue, from: row.state, reason, at });
+  }
+
   function safeGet(id: string) {
     try {
       return open().repo.byId(id);
@@ -500,12 +546,38 @@ export function createSpool(options: SpoolOptions): Spool {
 
 /**
  * A transaction run directly by an API call (settings, requeue, purge): a locked or full database
- * rejects the call with a coded STORAGE_BUSY / STORAGE_FULL instead of a raw SqliteError.
+ * rejects the call with a coded STORAGE_BUSY / STORAGE_FULL instead of a raw SqliteError, and a
+ * database file deleted under us with STORAGE_LOST rather than a success that was never kept.
  */
-function apiTransaction<T>(sqlite: DbHandle['sqlite'], fn: () => T): T {
+function apiTransaction<T>(handle: DbHandle, fn: () => T): T {
+  let result: T;
   try {
-    return runTransaction(sqlite, fn);
+    result = runTransaction(handle.sqlite, fn);
   } catch (error) {
     throw isBusy(error) || isFull(error) ? toStorageError(error) : error;
   }
+  if (!handle.intact()) throw new SpoolError('STORAGE_LOST', 'The database file was deleted or replaced; this change was not kept');
+  return result;
 }
+
+/** `timeoutMs` of stop() and close(): a number ≥ 0, or Infinity; huge values are capped. */
+function parseStopTimeout(options: unknown, method: 'stop' | 'close'): number {
+  if (options === undefined) return DEFAULT_STOP_TIMEOUT_MS;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new SpoolError('INVALID_ARGUMENT', `${method}() takes an options object { timeoutMs }, got ${options === null ? 'null' : typeof options}`);
+  }
+  const extra = Object.keys(options).filter((key) => key !== 'timeoutMs');
+  if (extra.length) throw new SpoolError('INVALID_ARGUMENT', `${method}() takes only { timeoutMs }, got ${extra.join(', ')}`);
+  const value = (options as { timeoutMs?: unknown }).timeoutMs;
+  if (value === undefined) return DEFAULT_STOP_TIMEOUT_MS;
+  if (value === Infinity) return Infinity;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
+    throw new SpoolError('INVALID_ARGUMENT', `Expected ${method}() timeoutMs to be a number of ms ≥ 0 or Infinity, got ${typeof value === 'number' ? String(value) : JSON.stringify(value) ?? typeof value}`, {
+      details: { timeoutMs: typeof value === 'number' ? value : typeof value },
+    });
+  }
+  return Math.min(value, MAX_TIMER_MS);
+}
+
+/** How long stop() and close() wait for running handlers by default, ms. */
+export const DEFAULT_STOP_TIMEOUT_MS = 10_000;

@@ -1,7 +1,7 @@
 /** Validation at the edge: queue names, payloads, send options. Nothing invalid reaches storage. */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { SpoolError } from './errors.js';
+import { messageOf, SpoolError } from './errors.js';
 
 /** Queue names: 1–80 characters of [A-Za-z0-9._-], except "__proto__". */
 export const QUEUE_NAME = /^(?!__proto__$)[A-Za-z0-9._-]{1,80}$/;
@@ -19,33 +19,53 @@ export function assertQueueName(name: unknown): asserts name is string {
   }
 }
 
-function invalid(path: string, reason: string): SpoolError {
-  return new SpoolError('INVALID_PAYLOAD', `Payload${path} ${reason}`, { details: { path: path || '$' } });
+/** Names what is being checked in messages ("Payload", "Settings patch"). */
+let label = 'Payload';
+
+function invalid(path: string, reason: string, kind: PayloadProblem = 'json'): SpoolError {
+  return new SpoolError('INVALID_PAYLOAD', `${label}${path} ${reason}`, { details: { path: path || '$', reason: kind } });
 }
+
+/** Why a payload was refused: `details.reason` of INVALID_PAYLOAD. */
+export type PayloadProblem = 'json' | 'size' | 'charset' | 'depth' | 'unreadable';
+
+/** The deepest nesting a payload may have: SQLite's JSON functions stop at 1,000 levels. */
+export const MAX_PAYLOAD_DEPTH = 1000;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Serialises a payload to JSON, refusing anything that would not round-trip: undefined,
  * functions, symbols, BigInt, NaN/Infinity, circular references, lone surrogates, objects other
- * than arrays and plain objects (Dates included), and anything over `maxBytes` once serialised.
+ * than arrays and plain objects (Dates included), nesting deeper than MAX_PAYLOAD_DEPTH, and
+ * anything over `maxBytes` once serialised. A payload that cannot even be read (a throwing getter,
+ * a Proxy whose traps throw) is INVALID_PAYLOAD too, never a raw error.
  */
-export function serializePayload(payload: unknown, maxBytes: number): string {
-  check(payload, '', new Set());
-  const json = JSON.stringify(payload);
+export function serializePayload(payload: unknown, maxBytes: number, what = 'Payload'): string {
+  let json: string;
+  label = what;
+  try {
+    check(payload, '', new Set(), 0);
+    json = JSON.stringify(payload);
+  } catch (error) {
+    if (error instanceof SpoolError) throw error;
+    throw new SpoolError('INVALID_PAYLOAD', `${what} could not be read: ${messageOf(error)}`, { cause: error, details: { path: '$', reason: 'unreadable' } });
+  } finally {
+    label = 'Payload';
+  }
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > maxBytes) {
-    throw new SpoolError('INVALID_PAYLOAD', `Payload is ${bytes} bytes once serialised; the limit (maxPayloadBytes) is ${maxBytes}`, {
-      details: { bytes, maxBytes },
+    throw new SpoolError('INVALID_PAYLOAD', `${what} is ${bytes} bytes once serialised; the limit (maxPayloadBytes) is ${maxBytes}`, {
+      details: { bytes, maxBytes, reason: 'size' },
     });
   }
   return json;
 }
 
-function check(value: unknown, path: string, seen: Set<object>): void {
+function check(value: unknown, path: string, seen: Set<object>, depth: number): void {
   switch (typeof value) {
     case 'string':
-      if (LONE_SURROGATE.test(value)) throw invalid(path, 'contains a lone UTF-16 surrogate, which JSON cannot carry faithfully');
+      if (LONE_SURROGATE.test(value)) throw invalid(path, 'contains a lone UTF-16 surrogate, which JSON cannot carry faithfully', 'charset');
       return;
     case 'boolean':
       return;
@@ -62,6 +82,9 @@ function check(value: unknown, path: string, seen: Set<object>): void {
       throw invalid(path, 'is a BigInt, which JSON cannot represent');
     case 'object': {
       if (value === null) return;
+      if (depth >= MAX_PAYLOAD_DEPTH) {
+        throw invalid(shorten(path), `nests deeper than ${MAX_PAYLOAD_DEPTH} levels, the most SQLite's JSON functions read`, 'depth');
+      }
       if (seen.has(value)) throw invalid(path, 'is circular');
       const proto = Object.getPrototypeOf(value);
       if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
@@ -72,11 +95,14 @@ function check(value: unknown, path: string, seen: Set<object>): void {
       }
       seen.add(value);
       if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) check(value[i], `${path}[${i}]`, seen);
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value)) throw invalid(`${path}[${i}]`, 'is a hole in a sparse array, which JSON turns into null');
+          check(value[i], `${path}[${i}]`, seen, depth + 1);
+        }
       } else {
         for (const key of Object.keys(value)) {
-          if (LONE_SURROGATE.test(key)) throw invalid(path, `has a key with a lone UTF-16 surrogate`);
-          check((value as Record<string, unknown>)[key], `${path}.${key}`, seen);
+          if (LONE_SURROGATE.test(key)) throw invalid(path, `has a key with a lone UTF-16 surrogate`, 'charset');
+          check((value as Record<string, unknown>)[key], `${path}.${key}`, seen, depth + 1);
         }
         if (Object.getOwnPropertySymbols(value).length > 0) throw invalid(path, 'has symbol keys, which JSON drops');
       }
@@ -84,6 +110,11 @@ function check(value: unknown, path: string, seen: Set<object>): void {
       return;
     }
   }
+}
+
+/** A path 1,000 levels deep is unreadable in a message: keep its start and end. */
+function shorten(path: string): string {
+  return path.length > 120 ? `${path.slice(0, 40)}…${path.slice(-40)}` : path;
 }
 
 /** JSON with object keys sorted, so equal payloads give equal text (content dedup). */

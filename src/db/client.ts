@@ -1,6 +1,6 @@
 /** Opening the database: pragmas first (auto_vacuum must precede the first table), then migrations. */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdirSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import * as schema from './schema.js';
@@ -11,6 +11,13 @@ import { SpoolError } from '../errors.js';
 export interface DbHandle {
   readonly sqlite: Database.Database;
   readonly orm: BetterSQLite3Database<typeof schema>;
+  /** The database's real path (symlinks and `..` resolved): what the lock file is named after. */
+  readonly path: string;
+  /**
+   * False once the file at `path` is no longer the file this connection holds (deleted or
+   * replaced): commits then land in an unlinked file and would be lost at close. A stat, ~1 µs.
+   */
+  intact(): boolean;
   close(): void;
 }
 
@@ -26,12 +33,30 @@ export const BUSY_TIMEOUT_MS = 20;
 /** Opens (creating if needed) and migrates the database at `path`. */
 export function openDatabase(path: string, durability: Durability): DbHandle {
   let sqlite: Database.Database;
+  let real: string;
   try {
     // `path: 'data/spool.db'` should just work on a fresh checkout.
     mkdirSync(dirname(path), { recursive: true });
-    sqlite = new Database(path);
+    real = realPath(path);
+    sqlite = new Database(real);
   } catch (cause) {
     throw new SpoolError('STORAGE_ERROR', `Cannot open the database at ${path}: ${(cause as Error).message}`, { cause });
+  }
+  let identity: { dev: number; ino: number };
+  try {
+    const stat = statSync(real);
+    // SQLite names its -wal and -shm files after the path it was given: two names for one file
+    // would give two WALs, and writes through one would corrupt the other's view.
+    if (stat.nlink > 1) {
+      throw new SpoolError('HARD_LINKED', `The database ${real} has ${stat.nlink} hard links; SQLite's WAL files are named after the path, so a hard-linked database would be corrupted. Use one path (a symlink is fine)`, {
+        details: { path: real, links: stat.nlink },
+      });
+    }
+    identity = { dev: stat.dev, ino: stat.ino };
+  } catch (cause) {
+    sqlite.close();
+    if (cause instanceof SpoolError) throw cause;
+    throw new SpoolError('STORAGE_ERROR', `Cannot read the database file ${real}: ${(cause as Error).message}`, { cause });
   }
   try {
     sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
@@ -54,8 +79,26 @@ export function openDatabase(path: string, durability: Durability): DbHandle {
   return {
     sqlite,
     orm,
+    path: real,
+    intact() {
+      const now = statSync(real, { throwIfNoEntry: false });
+      return now !== undefined && now.dev === identity.dev && now.ino === identity.ino;
+    },
     close: () => {
       if (sqlite.open) sqlite.close();
     },
   };
+}
+
+/**
+ * The real path of a database file: symlinks and `..` resolved, so every way of naming one file
+ * gives one lock file. A file not yet created resolves through its directory.
+ */
+export function realPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return join(realpathSync(resolve(dirname(path))), basename(path));
+  }
 }

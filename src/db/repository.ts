@@ -29,6 +29,13 @@ export interface MessageRow {
   lastError: string | null;
 }
 
+/** A deleted row, as announced by `message.removed`. */
+export interface RemovedRow {
+  id: string;
+  queue: string;
+  state: MessageState;
+}
+
 /** Everything a new row needs. */
 export interface NewMessage {
   id: string;
@@ -190,24 +197,24 @@ export function createRepository(db: DbHandle) {
         .limit(limit)
         .all() as MessageRow[];
     },
-    /** Deletes up to `limit` rows of `queue` in the given states; returns how many. */
-    purgeBatch(queue: string, states: MessageState[], limit: number): number {
+    /** Deletes up to `limit` rows of `queue` in the given states; returns them. */
+    purgeBatch(queue: string, states: MessageState[], limit: number): RemovedRow[] {
       const sub = orm
         .select({ seq: messages.seq })
         .from(messages)
         .where(and(eq(messages.queue, queue), inArray(messages.state, states)))
         .limit(limit);
-      return orm.delete(messages).where(inArray(messages.seq, sub)).run().changes;
+      return orm.delete(messages).where(inArray(messages.seq, sub)).returning(removedColumns).all();
     },
-    /** Deletes up to `limit` rows in `state` finished before `before`; returns how many. */
-    sweepBatch(state: 'done' | 'dead', before: number, limit: number): number {
+    /** Deletes up to `limit` rows in `state` finished before `before`; returns them. */
+    sweepBatch(state: 'done' | 'dead', before: number, limit: number): RemovedRow[] {
       const sub = orm
         .select({ seq: messages.seq })
         .from(messages)
         .where(and(eq(messages.state, state), sql`${messages.finishedAt} IS NOT NULL`, sql`${messages.finishedAt} < ${before}`))
         .orderBy(asc(messages.finishedAt))
         .limit(limit);
-      return orm.delete(messages).where(inArray(messages.seq, sub)).run().changes;
+      return orm.delete(messages).where(inArray(messages.seq, sub)).returning(removedColumns).all();
     },
     /** The stored overrides document and its version (0 when none was ever written). */
     readOverrides(): { overrides: string; version: number } {
@@ -248,6 +255,8 @@ export function createRepository(db: DbHandle) {
     },
   };
 }
+
+const removedColumns = { id: messages.id, queue: messages.queue, state: messages.state };
 
 const rowSelection = {
   seq: messages.seq,

@@ -82,3 +82,22 @@ export const settingsOverrides = sqliteTable('settings_overrides', {
   version: integer('version').notNull(),
   updatedAt: integer('updated_at').notNull(),
 });
+
+/**
+ * The running owner's identity (one row, id 1, while a spool is started). The lock file alone
+ * cannot tell a second owner that the first still runs if someone deleted that file: this row can
+ * (host, pid, process start time, and the dev/inode of the lock file the owner holds).
+ */
+export const owner = sqliteTable('owner', {
+  id: integer('id').primaryKey(),
+  host: text('host').notNull(),
+  pid: integer('pid').notNull(),
+  /** `<boot id>:<start time in clock ticks>` from /proc, or '' where /proc is missing. */
+  processStart: text('process_start').notNull(),
+  /** Unique per started spool, so two spools in one process are told apart. */
+  nonce: text('nonce').notNull(),
+  /** The held lock file's device and inode, as decimal strings (inodes may exceed 2^53). */
+  lockDev: text('lock_dev').notNull(),
+  lockIno: text('lock_ino').notNull(),
+  acquiredAt: integer('acquired_at').notNull(),
+});

@@ -4,9 +4,16 @@
  * are the callers resolved and the changes announced. A failing item does not fail the others:
  * the batch is retried with a savepoint per item. A busy database is retried asynchronously
  * (never a long blocking busy wait), and a full disk fails sends fast while transitions wait.
+ *
+ * Failure episodes are reported once, not once per try: a disk that stays full would otherwise
+ * flood `events$` with the same error ten times a second.
+ *
+ * A commit resolves its callers only while the database file is still the one at its path
+ * (`intact()`): after `rm spool.db`, commits land in an unlinked file that vanishes at close, so
+ * they are refused with STORAGE_LOST, and so is every later write.
  */
 import type Database from 'better-sqlite3';
-import { SpoolError } from '../errors.js';
+import { messageOf, SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { Clock } from '../clock.js';
 import { isBusy, isFull, runSavepoint, runTransaction } from '../db/transaction.js';
@@ -36,6 +43,8 @@ export interface GroupHook<T> {
 export const BUSY_GIVE_UP_MS = 30_000;
 /** The pause between retries of a busy write, ms. */
 export const RETRY_DELAY_MS = 25;
+/** The pause before a failed claim or a failed (e.g. full) group runs again, ms. */
+export const FAILURE_RETRY_MS = 100;
 
 /** The group committer. */
 export interface Committer {
@@ -43,14 +52,21 @@ export interface Committer {
   /** Asks for a group transaction even with no queued ops (to run the hook). */
   wake(): void;
   setHook(hook: GroupHook<unknown> | undefined): void;
-  /** Resolves once everything queued so far has landed or failed. */
-  drain(): Promise<void>;
+  /**
+   * Resolves once everything queued so far has landed or failed, or after `timeoutMs` (what is
+   * still queued then stays queued: `close()` fails it).
+   */
+  drain(timeoutMs?: number): Promise<void>;
+  /** Checks that the database file is still ours; on loss, refuses every write from now on. */
+  verify(): boolean;
+  /** True once the database file was found deleted or replaced. */
+  readonly lost: boolean;
   /** Cancels timers; queued sends are rejected with CLOSED. */
   close(): void;
 }
 
-/** Creates a committer over one connection. */
-export function createCommitter(sqlite: Database.Database, events: EventBus, clock: Clock): Committer {
+/** Creates a committer over one connection; `intact` tells whether the file is still ours. */
+export function createCommitter(sqlite: Database.Database, events: EventBus, clock: Clock, intact: () => boolean = () => true): Committer {
   let queue: Op[] = [];
   let hook: GroupHook<unknown> | undefined;
   let wanted = false;
@@ -60,6 +76,10 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   let busySince: number | undefined;
   let busyRetries = 0;
   let closed = false;
+  let lost = false;
+  /** Open failure episodes: reported when they begin, cleared by the next success. */
+  let hookFailing = false;
+  let groupFailing = false;
   let idleWaiters: (() => void)[] = [];
 
   function schedule(delayMs = 0) {
@@ -81,8 +101,12 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     if (closed) return;
     const ops = queue;
     queue = [];
-    const runHook = wanted && hook !== undefined;
+    const runHook = wanted && hook !== undefined && !lost;
     wanted = false;
+    if (lost) {
+      failLost(ops);
+      return settleIdle();
+    }
     if (ops.length === 0 && !runHook) return settleIdle();
     let results: unknown[];
     let hookResult: unknown;
@@ -97,6 +121,8 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
           try {
             hookResult = runSavepoint(sqlite, () => hookNow!.run());
           } catch (error) {
+            // SQLite rolled the whole transaction back (SQLITE_FULL, IOERR, NOMEM), or the lock
+            // is held: the group fails as a whole and takes the failure path below.
             if (!sqlite.inTransaction || isBusy(error)) throw error;
             hookError = error;
           }
@@ -107,17 +133,20 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
       handleFailure(ops, error, runHook);
       return settleIdle();
     }
+    if (!verify()) {
+      // Committed into a file that is no longer at its path: as good as never stored.
+      failLost(ops);
+      return settleIdle();
+    }
     busySince = undefined;
     busyRetries = 0;
+    groupFailing = false;
     for (let i = 0; i < ops.length; i++) afterCommit(() => ops[i]!.committed?.(results[i]));
-    if (runHook && hookError === undefined) afterCommit(() => hookNow!.committed(hookResult));
-    else if (runHook) {
-      hookNow!.failed(toStorageError(hookError));
-      hookRetry ??= setTimeout(() => {
-        hookRetry = undefined;
-        wanted = true;
-        schedule();
-      }, RETRY_DELAY_MS * 4);
+    if (runHook && hookError === undefined) {
+      hookFailing = false;
+      afterCommit(() => hookNow!.committed(hookResult));
+    } else if (runHook) {
+      hookFailed(hookNow!, hookError);
     }
     settleIdle();
   }
@@ -127,8 +156,25 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     try {
       callback();
     } catch (error) {
-      events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `A callback after commit threw: ${(error as Error)?.message ?? String(error)}`, at: clock.now() });
+      events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `A callback after commit threw: ${messageOf(error)}`, at: clock.now() });
     }
+  }
+
+  /** The claim failed: tell its owner once per episode, and run it again after a pause. */
+  function hookFailed(failing: GroupHook<unknown>, error: unknown) {
+    if (!hookFailing) {
+      hookFailing = true;
+      afterCommit(() => failing.failed(toStorageError(error)));
+    }
+    retryHookLater();
+  }
+
+  function retryHookLater() {
+    hookRetry ??= setTimeout(() => {
+      hookRetry = undefined;
+      wanted = true;
+      schedule();
+    }, FAILURE_RETRY_MS);
   }
 
   function handleFailure(ops: Op[], error: unknown, hookWanted: boolean) {
@@ -143,6 +189,14 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
       return schedule(RETRY_DELAY_MS);
     }
     busySince = undefined;
+    if (hookWanted && hook) {
+      // The claim went down with the group (a full disk rolls everything back). It runs again
+      // after a pause, never at once, so a disk that stays full cannot spin it at 100% CPU.
+      // Alone in the group, the failure was its own: report it (once per episode).
+      if (ops.length === 0) hookFailed(hook, error);
+      else retryHookLater();
+    }
+    if (ops.length === 0) return;
     // Isolate the failing items: one savepoint each, so one bad item cannot sink the group.
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
@@ -160,8 +214,9 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
       });
     } catch (groupError) {
       // Even the isolated pass could not commit (e.g. the disk is full): nothing landed.
-      return failAll(ops, groupError, hookWanted);
+      return failAll(ops, groupError);
     }
+    if (!verify()) return failLost(ops);
     const retry: Op[] = [];
     ops.forEach((op, i) => {
       const outcome = outcomes[i]!;
@@ -171,21 +226,20 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     });
     if (retry.length) {
       queue = retry.concat(queue);
-      schedule(RETRY_DELAY_MS * 4);
-    }
-    if (hookWanted) {
-      wanted = true;
-      schedule();
+      schedule(FAILURE_RETRY_MS);
     }
   }
 
-  function failAll(ops: Op[], error: unknown, hookWanted: boolean) {
+  function failAll(ops: Op[], error: unknown) {
     const spoolError = toStorageError(error);
     const retry = rejectSends(ops, spoolError);
-    events.emit({ type: 'error', code: spoolError.code, message: spoolError.message, at: clock.now() });
+    // Rejected sends tell their callers; settles that must wait are reported, once per episode.
+    if (retry.length > 0 && !groupFailing) {
+      groupFailing = true;
+      events.emit({ type: 'error', code: spoolError.code, message: `${spoolError.message}; writes are retried until they land`, at: clock.now() });
+    }
     queue = retry.concat(queue);
-    wanted ||= hookWanted;
-    if (queue.length || wanted) schedule(RETRY_DELAY_MS * 4);
+    if (queue.length) schedule(FAILURE_RETRY_MS);
   }
 
   function rejectSends(ops: Op[], error: SpoolError): Op[] {
@@ -197,25 +251,66 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     return keep;
   }
 
+  function lostError(): SpoolError {
+    return new SpoolError('STORAGE_LOST', 'The database file was deleted or replaced while the spool ran; nothing more is stored, and nothing written since was kept');
+  }
+
+  function failLost(ops: Op[]) {
+    const error = lostError();
+    for (const op of ops) afterCommit(() => op.failed?.(error));
+  }
+
+  function verify(): boolean {
+    if (lost) return false;
+    let ok: boolean;
+    try {
+      ok = intact();
+    } catch {
+      ok = false;
+    }
+    if (ok) return true;
+    lost = true;
+    events.emit({ type: 'error', code: 'STORAGE_LOST', message: `${lostError().message}. Sends are refused and nothing is claimed; close the spool and restore the file`, at: clock.now() });
+    return false;
+  }
+
   return {
     enqueue(op) {
       if (closed) {
         op.failed?.(new SpoolError('CLOSED', 'The spool is closed'));
         return;
       }
+      if (lost) {
+        op.failed?.(lostError());
+        return;
+      }
       queue.push(op as Op);
       schedule();
     },
     wake() {
+      if (lost) return;
       wanted = true;
       schedule();
     },
     setHook(next) {
       hook = next;
     },
-    drain() {
+    drain(timeoutMs = Infinity) {
       if (queue.length === 0 && !scheduled) return Promise.resolve();
-      return new Promise((resolve) => idleWaiters.push(resolve));
+      return new Promise((resolve) => {
+        let timer: NodeJS.Timeout | undefined;
+        const done = () => {
+          clearTimeout(timer);
+          idleWaiters = idleWaiters.filter((w) => w !== done);
+          resolve();
+        };
+        idleWaiters.push(done);
+        if (Number.isFinite(timeoutMs)) timer = setTimeout(done, timeoutMs);
+      });
+    },
+    verify,
+    get lost() {
+      return lost;
     },
     close() {
       closed = true;
@@ -236,10 +331,11 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   };
 }
 
+
 /** Maps a storage failure to a coded SpoolError. */
 export function toStorageError(error: unknown): SpoolError {
   if (error instanceof SpoolError) return error;
   if (isFull(error)) return new SpoolError('STORAGE_FULL', 'The database is full (disk or max_page_count); nothing was stored', { cause: error });
   if (isBusy(error)) return new SpoolError('STORAGE_BUSY', 'The database is locked by another connection', { cause: error });
-  return new SpoolError('STORAGE_ERROR', `Storage failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+  return new SpoolError('STORAGE_ERROR', `Storage failed: ${messageOf(error)}`, { cause: error });
 }

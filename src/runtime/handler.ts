@@ -32,9 +32,13 @@ export type Outcome =
   | { kind: 'reject'; error: StoredError }
   | { kind: 'defer'; delayMs: number };
 
-/** Reads what a handler threw. */
+/** Reads what a handler threw. Never throws, whatever was thrown (a Proxy, a throwing getter). */
 export function outcomeOf(thrown: unknown): Outcome {
-  if (thrown instanceof RetryAfterError) return { kind: 'defer', delayMs: thrown.delayMs };
-  if (thrown instanceof NonRetryableError) return { kind: 'reject', error: toStoredError(thrown, 'NON_RETRYABLE') };
+  try {
+    if (thrown instanceof RetryAfterError) return { kind: 'defer', delayMs: thrown.delayMs };
+    if (thrown instanceof NonRetryableError) return { kind: 'reject', error: toStoredError(thrown, 'NON_RETRYABLE') };
+  } catch {
+    // instanceof itself threw (a Proxy's getPrototypeOf trap): an ordinary failure.
+  }
   return { kind: 'fail', error: toStoredError(thrown) };
 }

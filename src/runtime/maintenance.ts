@@ -5,8 +5,10 @@
  */
 import type Database from 'better-sqlite3';
 import type { Clock, TimerHandle } from '../clock.js';
-import type { Repository } from '../db/repository.js';
+import type { RemovedRow, Repository } from '../db/repository.js';
+import { SpoolError } from '../errors.js';
 import { runTransaction } from '../db/transaction.js';
+import { toStorageError } from './committer.js';
 import type { EventBus } from '../events.js';
 import type { SettingsRuntime } from '../settings/store.js';
 
@@ -16,13 +18,16 @@ const VACUUM_STEP_PAGES = 128;
 
 /** The sweep's handle. */
 export interface Maintenance {
+  /** Sweeps every `maintenance.intervalMs`. */
   start(): void;
+  /** Stops the schedule; a sweep in progress finishes. */
   stop(): void;
+  /** Stops, and ends a sweep in progress at its next step with CLOSED (the spool is closing). */
+  close(): Promise<void>;
   /** One full sweep now. */
   sweep(): Promise<{ deleted: number; freedPages: number; longestBatchMs: number }>;
 }
 
-const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Creates the maintenance sweep (stopped). */
 export function createMaintenance(deps: {
@@ -31,11 +36,20 @@ export function createMaintenance(deps: {
   clock: Clock;
   events: EventBus;
   settings: SettingsRuntime;
+  /** Told about every row a sweep deletes. */
+  removed?: (rows: RemovedRow[]) => void;
 }): Maintenance {
   const { repo, sqlite, clock, events, settings } = deps;
   let timer: TimerHandle | undefined;
   let running = false;
+  let closed = false;
   let sweeping: Promise<{ deleted: number; freedPages: number; longestBatchMs: number }> | undefined;
+
+  /** Yields to the event loop between steps; a close() meanwhile ends the sweep. */
+  async function tick(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (closed) throw new SpoolError('CLOSED', 'The spool closed during the maintenance sweep');
+  }
 
   function checkpointStep(): number {
     const started = performance.now();
@@ -43,15 +57,16 @@ export function createMaintenance(deps: {
     return performance.now() - started;
   }
 
-  async function batches(work: () => number): Promise<{ total: number; longest: number }> {
+  async function batches(work: () => RemovedRow[]): Promise<{ total: number; longest: number }> {
     let total = 0;
     let longest = 0;
     for (;;) {
       const started = performance.now();
-      const n = runTransaction(sqlite, work);
+      const rows = runTransaction(sqlite, work);
       longest = Math.max(longest, performance.now() - started);
-      total += n;
-      if (n === 0) break;
+      total += rows.length;
+      if (rows.length === 0) break;
+      deps.removed?.(rows);
       await tick();
       // Checkpoint each batch's few pages as a step of its own. Otherwise SQLite's automatic
       // checkpoint copies ~1000 pages inside some later commit: one long pause for the claims.
@@ -98,7 +113,9 @@ export function createMaintenance(deps: {
       timer = undefined;
       if (!running) return;
       sweep()
-        .catch((error: Error) => events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Maintenance sweep failed: ${error.message}`, at: clock.now() }))
+        .catch((error: SpoolError) => {
+          if (!closed) events.emit({ type: 'error', code: error.code, message: `Maintenance sweep failed: ${error.message}`, at: clock.now() });
+        })
         .finally(() => {
           if (running) schedule();
         });
@@ -106,9 +123,14 @@ export function createMaintenance(deps: {
   }
 
   function sweep() {
-    sweeping ??= sweepOnce().finally(() => {
-      sweeping = undefined;
-    });
+    if (closed) return Promise.reject(new SpoolError('CLOSED', 'The spool is closed'));
+    sweeping ??= sweepOnce()
+      .catch((error: unknown) => {
+        throw closed ? new SpoolError('CLOSED', 'The spool closed during the maintenance sweep', { cause: error }) : toStorageError(error);
+      })
+      .finally(() => {
+        sweeping = undefined;
+      });
     return sweeping;
   }
 
@@ -122,6 +144,11 @@ export function createMaintenance(deps: {
       running = false;
       if (timer !== undefined) clock.clearTimeout(timer);
       timer = undefined;
+    },
+    async close() {
+      this.stop();
+      closed = true;
+      await sweeping?.catch(() => {});
     },
     sweep,
   };

@@ -17,12 +17,12 @@ import { messageMachine, type MessageEvent, type MessageState, type StoredError 
 import { stateOf, type MessageSnapshot, type MessageStepper, type PersistedMessage } from '../../machines/stepper.js';
 import { DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
 import { backoffDelay } from '../../machines/retry-policy.js';
-import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../clock.js';
+import { MAX_TIMER_MS, monotonicNow, type Clock, type TimerHandle } from '../clock.js';
 import { crashPoint } from '../crash-points.js';
 import { ABANDONED, type MessageRow, type Repository } from '../db/repository.js';
 import { runTransaction } from '../db/transaction.js';
 import type Database from 'better-sqlite3';
-import { SpoolError, toStoredError } from '../errors.js';
+import { messageOf, SpoolError, toStoredError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { policyFor, type Settings } from '../settings/schema.js';
 import type { SettingsRuntime } from '../settings/store.js';
@@ -45,6 +45,7 @@ interface Inflight {
   actor: MessageActor | undefined;
   /** Created on first use of `signal`: most handlers never read it. */
   controller: AbortController | undefined;
+  /** The handler's timeout on the monotonic clock (a stepped wall clock cannot stretch it). */
   deadline: number | null;
   settled: boolean;
   message: Message;
@@ -97,6 +98,18 @@ function limitsOf(settings: Settings): PoolLimits {
   return { concurrency: settings.executor.concurrency, queues, paused };
 }
 
+/** The least time stop() gives queued settles to land, even when handlers used up the timeout. */
+export const DRAIN_GRACE_MS = 500;
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  try {
+    return value !== null && typeof value === 'object' && typeof (value as PromiseLike<unknown>).then === 'function';
+  } catch {
+    return false;
+  }
+}
+
+
 /** Creates the supervisor runtime (stopped). */
 export function createSupervisor(deps: SupervisorDeps) {
   const { repo, committer, stepper, clock, events, settings, consumers, inspect } = deps;
@@ -143,7 +156,7 @@ export function createSupervisor(deps: SupervisorDeps) {
 
   function claim(): ClaimResult | null {
     applyReleases();
-    if (!running) return null;
+    if (!running || committer.lost) return null;
     const now = clock.now();
     for (const queue of repo.promoteDue(now)) {
       knownQueues.add(queue);
@@ -221,8 +234,11 @@ export function createSupervisor(deps: SupervisorDeps) {
       if (ok) result.dispositions.push({ row, to: stateOf(next), attempt: next.context.attempt, error });
       return;
     }
-    const deadline = policy.timeoutMs === null ? null : now + policy.timeoutMs;
-    const processing = stepper.step(activating, { type: 'START', at: now, leaseExpiresAt: deadline });
+    // The row keeps the wall-clock deadline (other processes read it); this process times the
+    // handler on the monotonic clock, so an NTP step back cannot stretch a 300 ms timeout by hours.
+    const leaseExpiresAt = policy.timeoutMs === null ? null : now + policy.timeoutMs;
+    const deadline = policy.timeoutMs === null ? null : monotonicNow(clock) + policy.timeoutMs;
+    const processing = stepper.step(activating, { type: 'START', at: now, leaseExpiresAt });
     const token = randomUUID();
     const persisted = stepper.persist(processing);
     const ok = repo.write(transitionRow(stepper, row.seq, { state: 'pending', token: null }, processing, { token, owner: null }, now, persisted));
@@ -286,7 +302,7 @@ export function createSupervisor(deps: SupervisorDeps) {
           // Our own launch path failed (e.g. a throwing inspection observer) before the handler
           // could run: fail this attempt like a handler error, so the row cannot sit in flight
           // with no handler, and every other claimed message still launches.
-          events.emit({ type: 'error', code: 'LAUNCH_FAILED', message: `Could not start ${c.entry.id}: ${(error as Error)?.message ?? String(error)}`, at });
+          events.emit({ type: 'error', code: 'LAUNCH_FAILED', message: `Could not start ${c.entry.id}: ${messageOf(error)}`, at });
           if (!c.entry.settled) settle(c.entry, { kind: 'fail', error: toStoredError(error, 'LAUNCH_FAILED') });
         }
       }
@@ -321,11 +337,17 @@ export function createSupervisor(deps: SupervisorDeps) {
       settle(entry, outcomeOf(thrown));
       return;
     }
-    if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') {
-      entry.finished = Promise.resolve(result as PromiseLike<unknown>).then(
-        () => settle(entry, { kind: 'complete' }),
-        (thrown) => settle(entry, outcomeOf(thrown)),
-      );
+    if (isThenable(result)) {
+      // A rejection takes exactly the path of a synchronous throw; and nothing in the chain may
+      // reject unhandled, or a hostile rejection value would kill the process.
+      entry.finished = Promise.resolve(result)
+        .then(
+          () => settle(entry, { kind: 'complete' }),
+          (thrown) => settle(entry, outcomeOf(thrown)),
+        )
+        .catch((error: unknown) => {
+          events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Could not settle ${entry.id}: ${messageOf(error)}`, at: clock.now() });
+        });
     } else {
       settle(entry, { kind: 'complete' });
     }
@@ -380,7 +402,8 @@ export function createSupervisor(deps: SupervisorDeps) {
         // The row stays in flight on disk; the next boot's recovery returns it to pending.
         inflight.delete(entry.seq);
         entry.actor?.stop();
-        events.emit({ type: 'error', code: error.code, message: `Could not settle ${entry.id}: ${error.message}`, at: now });
+        // A lost file was reported once by the committer; one event per settle would flood.
+        if (error.code !== 'STORAGE_LOST') events.emit({ type: 'error', code: error.code, message: `Could not settle ${entry.id}: ${error.message}`, at: now });
       },
     });
   }
@@ -419,17 +442,18 @@ export function createSupervisor(deps: SupervisorDeps) {
     }, Math.min(MAX_TIMER_MS, Math.max(0, at - clock.now())));
   }
 
+  /** `at` is on the monotonic clock. */
   function armDeadline(at: number) {
     if (deadlineAt !== null && deadlineAt <= at) return;
     if (deadlineTimer !== undefined) clock.clearTimeout(deadlineTimer);
     deadlineAt = at;
-    deadlineTimer = clock.setTimeout(expireDeadlines, Math.min(MAX_TIMER_MS, Math.max(0, at - clock.now())));
+    deadlineTimer = clock.setTimeout(expireDeadlines, Math.min(MAX_TIMER_MS, Math.max(0, at - monotonicNow(clock))));
   }
 
   function expireDeadlines() {
     deadlineTimer = undefined;
     deadlineAt = null;
-    const now = clock.now();
+    const now = monotonicNow(clock);
     let nearest: number | null = null;
     for (const entry of inflight.values()) {
       if (entry.settled || entry.deadline === null) continue;
@@ -447,6 +471,8 @@ export function createSupervisor(deps: SupervisorDeps) {
     pollTimer = clock.setTimeout(() => {
       pollTimer = undefined;
       if (!running) return;
+      // Also catches a deleted database on an idle spool, which commits nothing to notice it by.
+      if (!committer.verify()) return;
       try {
         settings.refresh();
         refreshQueues();
@@ -539,9 +565,15 @@ export function createSupervisor(deps: SupervisorDeps) {
       schedulePoll();
       committer.wake();
     },
-    /** Stops claiming; waits up to `timeoutMs` for handlers, then aborts and abandons the rest. */
+    /**
+     * Stops claiming; waits up to `timeoutMs` (Infinity: as long as they run) for handlers, then
+     * aborts and abandons the rest. Writes that cannot land (a full disk) are waited for only
+     * until the same deadline (at least DRAIN_GRACE_MS): they stay in flight on disk, where boot
+     * recovery finds them.
+     */
     async stop(timeoutMs: number) {
       if (!running) return;
+      const deadline = performance.now() + timeoutMs;
       running = false;
       actor.send({ type: 'STOP' });
       settingsSub?.unsubscribe();
@@ -552,10 +584,10 @@ export function createSupervisor(deps: SupervisorDeps) {
       const waiting = [...inflight.values()].filter((e) => !e.settled);
       if (waiting.length) {
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          Promise.all(waiting.map((e) => e.finished)),
-          new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-        ]);
+        const all = Promise.all(waiting.map((e) => e.finished));
+        await (Number.isFinite(timeoutMs)
+          ? Promise.race([all, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))])
+          : all);
         clearTimeout(timer);
       }
       for (const entry of inflight.values()) {
@@ -570,7 +602,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         inflight.delete(entry.seq);
         release(entry.pool);
       }
-      await committer.drain();
+      await committer.drain(Math.max(DRAIN_GRACE_MS, deadline - performance.now()));
       if (deadlineTimer !== undefined) clock.clearTimeout(deadlineTimer);
       deadlineTimer = undefined;
       deadlineAt = null;

@@ -7,7 +7,7 @@ import { BehaviorSubject, type Observable } from 'rxjs';
 import type { Clock } from '../clock.js';
 import { SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
-import { describeZod } from '../validate.js';
+import { describeZod, serializePayload } from '../validate.js';
 import { applyLayer, explainLayers, fillMissing, isObject, mergeOverrides, removePath, type JsonObject, type Layer } from './layers.js';
 import { DEFAULT_SETTINGS, settingsSchema, type Settings } from './schema.js';
 
@@ -71,6 +71,25 @@ export function validateConfigLayer(config: JsonObject, source: string): void {
   validateSettings(layered(config, {}), 'INVALID_OPTIONS', `config (${source})`);
 }
 
+/**
+ * The patch exactly as it will be stored: serialised first, then parsed back, so a `toJSON`, a
+ * getter or a Proxy cannot pass validation as one thing and be stored as another.
+ */
+function plainPatch(patch: unknown): JsonObject {
+  const kind = patch === null ? 'null' : Array.isArray(patch) ? 'an array' : typeof patch;
+  if (!isObject(patch)) throw new SpoolError('INVALID_SETTINGS', `Expected a settings patch object, got ${kind}`);
+  let json: string;
+  try {
+    // The payload rules: NaN, undefined, a getter that throws or a toJSON would each store
+    // something other than what was validated.
+    json = serializePayload(patch, Number.MAX_SAFE_INTEGER, 'Settings patch');
+  } catch (error) {
+    const spoolError = error as SpoolError;
+    throw new SpoolError('INVALID_SETTINGS', `Invalid settings: ${spoolError.message}`, { cause: error, details: spoolError.details });
+  }
+  return JSON.parse(json) as JsonObject;
+}
+
 /** Creates the store. `storage` is opened lazily by the caller. */
 export function createSettingsStore(deps: {
   config: JsonObject;
@@ -85,6 +104,7 @@ export function createSettingsStore(deps: {
   let current: Settings = validateSettings(base, 'INVALID_OPTIONS', 'config');
   let currentJson = JSON.stringify(current);
   const subject = new BehaviorSubject<Settings>(current);
+  const settings$ = events.isolate(subject.asObservable(), 'settings$');
 
   const effective = (layer: JsonObject) => validateSettings(layered(config, layer), 'INVALID_SETTINGS', 'settings');
 
@@ -153,17 +173,15 @@ export function createSettingsStore(deps: {
     },
     get settings$() {
       ensureLoaded();
-      return subject.asObservable();
+      return settings$;
     },
     get version() {
       return version;
     },
     async update(patch) {
-      if (!isObject(patch)) {
-        throw new SpoolError('INVALID_SETTINGS', `Expected a settings patch object, got ${patch === null ? 'null' : Array.isArray(patch) ? 'an array' : typeof patch}`);
-      }
+      const plain = plainPatch(patch);
       ensureLoaded();
-      return change((stored) => mergeOverrides(stored, patch));
+      return change((stored) => mergeOverrides(stored, plain));
     },
     async reset(path) {
       if (path !== undefined && (!Array.isArray(path) || path.some((s) => typeof s !== 'string'))) {

@@ -4,6 +4,8 @@
  * (messages, queues, settings overrides), the same counts, and `PRAGMA integrity_check` = ok.
  */
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createSpool, NonRetryableError, SpoolError, type Settings, type Spool, type SpoolErrorCode } from '../../src/index.js';
 import { reached } from '../helpers/events.js';
@@ -24,6 +26,40 @@ function circular() {
 
 const TEN_MB = 'x'.repeat(10 * 1024 * 1024);
 
+function nested(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = { inner: value };
+  return value;
+}
+
+const throwingGetter = {
+  get boom(): never {
+    throw new Error('getter says no');
+  },
+};
+const hostileProxy = new Proxy(
+  {},
+  {
+    ownKeys() {
+      throw new Error('ownKeys trap');
+    },
+    getPrototypeOf() {
+      throw new Error('getPrototypeOf trap');
+    },
+  },
+);
+
+/** A patch whose getter answers validation with one value and serialisation with another. */
+function shiftyPatch() {
+  let reads = 0;
+  return {
+    get executor() {
+      reads += 1;
+      return { concurrency: reads === 1 ? 2 : -1 };
+    },
+  };
+}
+
 const payloads: [string, unknown][] = [
   ['undefined', undefined],
   ['a function', () => 1],
@@ -40,6 +76,10 @@ const payloads: [string, unknown][] = [
   ['a function inside', { cb: () => {} }],
   ['a Map', new Map([[1, 2]])],
   ['symbol keys', { [Symbol('k')]: 1 }],
+  ['nesting 5,000 deep', nested(5000)],
+  ['a throwing getter', throwingGetter],
+  ['a Proxy whose traps throw', hostileProxy],
+  ['a sparse array', [1, , 3]], // eslint-disable-line no-sparse-arrays
 ];
 
 const queueNames: [string, unknown][] = [
@@ -69,6 +109,18 @@ const settingsPatches: [string, unknown][] = [
   ['a null patch', null],
   ['an array patch', [1, 2]],
   ['a string patch', 'executor.concurrency=2'],
+  ['a patch whose toJSON differs', { executor: { concurrency: 2, toJSON: () => ({ concurrency: -1 }) } }],
+  ['a getter that changes between reads', shiftyPatch()],
+  ['an undefined value', { accepting: undefined }],
+];
+
+const stopTimeouts: [string, unknown][] = [
+  ['NaN', { timeoutMs: Number.NaN }],
+  ['a negative number', { timeoutMs: -5 }],
+  ['a string', { timeoutMs: 'abc' }],
+  ['-Infinity', { timeoutMs: -Infinity }],
+  ['an unknown option', { timeout: 5 }],
+  ['options that are not an object', 1000],
 ];
 
 const sendOptions: [string, unknown][] = [
@@ -109,6 +161,35 @@ const CASES: Case[] = [
   { name: 'createSpool: an unknown option', code: 'INVALID_OPTIONS', act: (_s, path) => createSpool({ path, bogus: 1 } as never) },
   { name: 'createSpool: a negative maxPayloadBytes', code: 'INVALID_OPTIONS', act: (_s, path) => createSpool({ path, maxPayloadBytes: -1 }) },
   { name: 'createSpool: an invalid config', code: 'INVALID_OPTIONS', act: (_s, path) => createSpool({ path, config: { executor: { concurrency: -1 } } }) },
+  ...stopTimeouts.flatMap(([name, options]): Case[] => [
+    { name: `stop: timeoutMs ${name}`, code: 'INVALID_ARGUMENT', act: (s) => s.stop(options as never) },
+    { name: `close: timeoutMs ${name}`, code: 'INVALID_ARGUMENT', act: (s) => s.close(options as never) },
+  ]),
+  { name: 'sendBatch: a hole at index 1', code: 'INVALID_PAYLOAD', act: (s) => s.sendBatch('jobs', [{ n: 1 }, , { n: 3 }]) }, // eslint-disable-line no-sparse-arrays
+  { name: 'sendBatch: a hole at index 0', code: 'INVALID_PAYLOAD', act: (s) => s.sendBatch('jobs', [, { n: 2 }]) }, // eslint-disable-line no-sparse-arrays
+  { name: 'sendBatch: a sparse array of length 3 with one item', code: 'INVALID_PAYLOAD', act: (s) => s.sendBatch('jobs', Object.assign(new Array(3), { 2: { n: 3 } })) },
+  { name: 'dead: a limit of 1e300', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', { limit: 1e300 }) },
+  { name: 'dead: a limit of 2.5', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', { limit: 2.5 }) },
+  { name: 'dead: a limit of 0', code: 'INVALID_ARGUMENT', act: (s) => s.dead(undefined, { limit: 0 }) },
+  {
+    name: 'createSpool: a config file with a __proto__ key',
+    code: 'INVALID_OPTIONS',
+    act: (_s, path) => {
+      const file = join(dirname(path), 'proto.json');
+      writeFileSync(file, '{"__proto__": {"accepting": false}}');
+      return createSpool({ path, config: file });
+    },
+  },
+  { name: 'createSpool: a path with a NUL character', code: 'INVALID_OPTIONS', act: (_s, path) => createSpool({ path: `${path}\0x` }) },
+  {
+    name: 'register: after close()',
+    code: 'CLOSED',
+    act: async (_s, path) => {
+      const other = createSpool({ path });
+      await other.close();
+      other.register('late', () => {});
+    },
+  },
 ];
 
 const spools = useTempSpools();

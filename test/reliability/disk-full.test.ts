@@ -6,7 +6,8 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SpoolError, type SpoolEvent } from '../../src/index.js';
+import { SpoolError, type Spool, type SpoolEvent } from '../../src/index.js';
+import { transactionCount } from '../../src/db/transaction.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -140,5 +141,86 @@ describe('a full disk (max_page_count)', () => {
     for (const id of [...stored, after]) expect((await spool.get(id))?.state).toBe('pending');
     expect(db1.integrity()).toBe('ok');
     sub.unsubscribe();
+  });
+});
+
+describe('liveness on a full disk', () => {
+  /** Fills the spool's file up to a page budget just above its size, with ever smaller sends. */
+  async function fillUp(spool: Spool, conn: BetterSqlite3.Database) {
+    conn.pragma(`max_page_count = ${(conn.pragma('page_count', { simple: true }) as number) + 2}`);
+    for (const size of [8192, 1024, 128, 8]) {
+      while (await spool.send('filler', { pad: 'f'.repeat(size) }).then(() => true, () => false));
+    }
+    return conn;
+  }
+
+  it('backs off a claim that fails on a full disk and reports it once, instead of spinning', async () => {
+    const spool = spools.open({ config: { queues: { filler: { paused: true }, held: { paused: true } } } });
+    spool.register('held', () => {});
+    spool.register('filler', () => {});
+    await spool.start();
+    await spool.sendBatch('held', Array.from({ length: 20 }, (_, n) => ({ n })));
+    // The fault: every claimed row of "held" also writes 8 KB elsewhere, so on a full disk the
+    // claim itself fails (SQLITE_FULL rolls back its whole transaction), every time it runs.
+    const conn = spoolConnection(spools.path);
+    const side = spools.connect();
+    side.exec(`CREATE TABLE ballast (b BLOB);
+      CREATE TRIGGER claim_ballast AFTER UPDATE OF state ON messages WHEN new.queue = 'held' AND new.state = 'processing'
+      BEGIN INSERT INTO ballast VALUES (randomblob(8192)); END;`);
+    await fillUp(spool, conn);
+    const seen: SpoolEvent[] = [];
+    spool.events$.subscribe((e) => seen.push(e));
+
+    const failing = nextEvent(spool.events$, (e) => e.type === 'error' && e.code === 'STORAGE_FULL', { timeoutMs: 10_000 });
+    await spool.settings.update({ queues: { held: { paused: false } } });
+    await failing;
+    const before = transactionCount(conn);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const attempts = transactionCount(conn) - before;
+    // A retry every ~100 ms is about 6 in 600 ms; the spin this guards against was ~1,500 a second.
+    expect(attempts).toBeGreaterThan(0);
+    expect(attempts).toBeLessThan(30);
+    expect(seen.filter((e) => e.type === 'error')).toHaveLength(1);
+    expect(seen.filter((e) => e.type === 'message.state')).toEqual([]);
+
+    // Space returns: the next retry claims and the queue drains.
+    const done = reached(spool.events$, 'done', 20, 'held', 15_000);
+    side.exec('DROP TRIGGER claim_ballast');
+    conn.pragma('max_page_count = 1073741823');
+    await done;
+  });
+
+  it('keeps close({ timeoutMs }) bounded while settles wait for space; boot recovery finds the messages', async () => {
+    const spool = spools.open({ config: { queues: { filler: { paused: true } } } });
+    const baton = createBaton();
+    spool.register('work', async () => {
+      await baton.enter();
+      throw new Error(`fails with a large error: ${'x'.repeat(6000)}`);
+    });
+    spool.register('filler', () => {});
+    await spool.start();
+    const ids = await Promise.all([1, 2].map((n) => spool.send('work', { n })));
+    await baton.arrived(2);
+    await fillUp(spool, spoolConnection(spools.path));
+    const waiting = nextEvent(spool.events$, (e) => e.type === 'error' && e.code === 'STORAGE_FULL', { timeoutMs: 10_000 });
+    baton.openForever();
+    await waiting;
+    // The settles cannot land; close() must still resolve, leaving them in flight on disk.
+    await spool.close({ timeoutMs: 100 });
+    const state = look();
+    for (const id of ids) expect(state.stateOf(id)).toBe('processing');
+
+    const next = spools.open();
+    const handled: string[] = [];
+    next.register('work', (m) => {
+      handled.push(m.id);
+    });
+    next.register('filler', () => {});
+    const recovered = nextEvent(next.events$, (e) => e.type === 'spool.recovered');
+    const done = reached(next.events$, 'done', 2, 'work');
+    await next.start();
+    expect(await recovered).toMatchObject({ pending: 2, dead: 0 });
+    await done;
+    expect(handled.sort()).toEqual([...ids].sort());
   });
 });

@@ -80,7 +80,7 @@ describe('serializePayload', () => {
     ['undefined at the root', undefined, 'Payload is undefined'],
     ['an undefined property', { a: { b: undefined } }, 'Payload.a.b is undefined'],
     ['an undefined array slot', [1, undefined], 'Payload[1] is undefined'],
-    ['a hole in an array', [1, , 3], 'Payload[1] is undefined'], // eslint-disable-line no-sparse-arrays
+    ['a hole in an array', [1, , 3], 'Payload[1] is a hole in a sparse array'], // eslint-disable-line no-sparse-arrays
     ['a function', { run: () => 1 }, 'Payload.run is a function'],
     ['a symbol', { s: Symbol('x') }, 'Payload.s is a symbol'],
     ['symbol keys', { [Symbol('k')]: 1 }, 'Payload has symbol keys'],
@@ -110,8 +110,8 @@ describe('serializePayload', () => {
 
   it('records the offending path in details', () => {
     const error = thrown(() => serializePayload({ a: [{ b: Number.NaN }] }, LIMIT));
-    expect(error.details).toEqual({ path: '.a[0].b' });
-    expect(thrown(() => serializePayload(undefined, LIMIT)).details).toEqual({ path: '$' });
+    expect(error.details).toEqual({ path: '.a[0].b', reason: 'json' });
+    expect(thrown(() => serializePayload(undefined, LIMIT)).details).toEqual({ path: '$', reason: 'json' });
   });
 
   it('rejects a payload over maxBytes, counting UTF-8 bytes, and accepts one exactly at it', () => {
@@ -121,11 +121,11 @@ describe('serializePayload', () => {
     const over = thrown(() => serializePayload(`${atLimit}x`, 100));
     expect(over.code).toBe('INVALID_PAYLOAD');
     expect(over.message).toBe('Payload is 101 bytes once serialised; the limit (maxPayloadBytes) is 100');
-    expect(over.details).toEqual({ bytes: 101, maxBytes: 100 });
+    expect(over.details).toEqual({ bytes: 101, maxBytes: 100, reason: 'size' });
 
     // 50 two-byte characters: 52 characters of JSON, 102 bytes.
     const wide = thrown(() => serializePayload('é'.repeat(50), 100));
-    expect(wide.details).toEqual({ bytes: 102, maxBytes: 100 });
+    expect(wide.details).toEqual({ bytes: 102, maxBytes: 100, reason: 'size' });
   });
 });
 

@@ -82,7 +82,14 @@ interface Row {
 
 function openDb(path: string): Database.Database | undefined {
   if (!existsSync(path)) return undefined;
-  return new Database(path, { fileMustExist: true });
+  const db = new Database(path, { fileMustExist: true });
+  // A child killed between creating the file and committing the first migration (one
+  // transaction) leaves a file with no tables: nothing was ever stored there.
+  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").get()) {
+    db.close();
+    return undefined;
+  }
+  return db;
 }
 
 /** integrity_check and the I8 rows of an open database. */
