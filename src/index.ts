@@ -1,6 +1,6 @@
 /** Spool's public surface: named exports, nothing else. */
 export { createSpool } from './spool.js';
-export type { Spool, SpoolStats, QueueCounts, RequeueFilter } from './spool.js';
+export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus } from './spool.js';
 export type { SpoolOptions } from './options.js';
 export { SpoolError, NonRetryableError, RetryAfterError, isSpoolError } from './errors.js';
 export type { SpoolErrorCode } from './errors.js';

@@ -69,6 +69,24 @@ describe('idempotent lifecycle', () => {
     await spool.stop();
   });
 
+  it('reports one status through its life: idle, starting, running, stopping, idle, closing, closed', async () => {
+    const spool = spools.open();
+    expect(spool.status).toBe('idle');
+    const starting = spool.start();
+    expect(spool.status).toBe('starting');
+    await starting;
+    expect(spool.status).toBe('running');
+    const stopping = spool.stop();
+    expect(spool.status).toBe('stopping');
+    await stopping;
+    expect(spool.status).toBe('idle');
+    await spool.start();
+    const closing = spool.close();
+    expect(spool.status).toBe('closing');
+    await closing;
+    expect(spool.status).toBe('closed');
+  });
+
   it('stop() and close() on a never-started spool resolve', async () => {
     const spool = spools.open();
     await spool.stop();

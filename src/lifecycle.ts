@@ -1,0 +1,207 @@
+/**
+ * The spool's lifecycle: start, stop and close, with one status (as XState's Actor has one).
+ * - `start()` takes the owner lock, runs boot recovery and starts claiming and the sweep.
+ * - `stop()` stops claiming and waits for handlers (then aborts them); sends still store.
+ * - `close()` stops, then runs every cleanup step even if one throws (BullMQ's close()).
+ * Concurrent callers share one promise per operation; a start() during close() is CLOSED.
+ */
+import type { MessageStepper } from '../machines/stepper.js';
+import { MAX_TIMER_MS } from './clock.js';
+import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
+import { isBusy } from './db/transaction.js';
+import { SpoolError } from './errors.js';
+import type { EventBus } from './events.js';
+import type { Operations } from './operations.js';
+import type { ResolvedOptions } from './options.js';
+import { BUSY_GIVE_UP_MS, RETRY_DELAY_MS, toStorageError } from './runtime/committer.js';
+import type { Handler } from './runtime/handler.js';
+import { createSupervisor, DRAIN_GRACE_MS, type SupervisorRuntime } from './runtime/supervisor.js';
+import type { SettingsRuntime } from './settings/store.js';
+import type { Storage } from './storage.js';
+
+/** Where a spool is in its life. */
+export type SpoolStatus = 'idle' | 'starting' | 'running' | 'stopping' | 'closing' | 'closed';
+
+/** How long stop() and close() wait for running handlers by default, ms. */
+export const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+
+/** What the lifecycle needs. */
+export interface LifecycleDeps {
+  opts: ResolvedOptions;
+  storage: Storage;
+  settings: SettingsRuntime;
+  bus: EventBus;
+  stepper: MessageStepper;
+  consumers: ReadonlyMap<string, Handler>;
+  operations: Operations;
+}
+
+/** Creates the lifecycle (idle: nothing opened, nothing started). */
+export function createLifecycle(deps: LifecycleDeps) {
+  const { opts, storage, settings, bus, operations } = deps;
+  const { clock } = opts;
+  let supervisor: SupervisorRuntime | undefined;
+  let lock: OwnerLock | undefined;
+  let status: SpoolStatus = 'idle';
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+  /** Set synchronously when close() is first called, before its promise exists. */
+  let closeBegun = false;
+
+  function ensureSupervisor(): SupervisorRuntime {
+    const { db, repo, committer } = storage.open();
+    supervisor ??= createSupervisor({
+      sqlite: db.sqlite,
+      repo,
+      committer,
+      stepper: deps.stepper,
+      clock,
+      events: bus,
+      settings,
+      consumers: deps.consumers,
+      inspect: opts.inspect,
+      random: opts.random,
+    });
+    return supervisor;
+  }
+
+  /**
+   * Taking ownership and boot recovery need the write lock. Another connection holding it is
+   * waited out with short asynchronous retries (as the committer does), never a long blocking
+   * busy wait; past BUSY_GIVE_UP_MS start() rejects with STORAGE_BUSY. A failed try changed nothing.
+   */
+  async function whileBusy(step: () => void) {
+    const since = performance.now();
+    for (let retries = 1; ; retries++) {
+      try {
+        return step();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        if (performance.now() - since > BUSY_GIVE_UP_MS) throw toStorageError(error);
+        bus.emit({ type: 'storage.busy', retries, at: clock.now() });
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+        if (closeBegun) throw new SpoolError('CLOSED', 'The spool closed while start() waited for the database');
+      }
+    }
+  }
+
+  function start(): Promise<void> {
+    if (closeBegun) return Promise.reject(new SpoolError('CLOSED', 'The spool is closed'));
+    if (supervisor?.running) return Promise.resolve();
+    if (!starting) status = 'starting';
+    starting ??= (async () => {
+      await stopping;
+      try {
+        // close() may have begun while we waited for a stop: starting now would outlive it.
+        if (closeBegun) throw new SpoolError('CLOSED', 'The spool closed while start() waited for stop()');
+        status = 'starting';
+        const { db } = storage.open();
+        await whileBusy(() => {
+          lock ??= acquireOwnerLock(db.path, db.sqlite, clock.now());
+        });
+        const sup = ensureSupervisor();
+        await whileBusy(() => sup.start());
+        operations.maintenance().start();
+      } finally {
+        starting = undefined;
+        if (!closeBegun) status = supervisor?.running ? 'running' : 'idle';
+      }
+    })();
+    return starting;
+  }
+
+  function stopFor(timeoutMs: number): Promise<void> {
+    if (!stopping && !closeBegun) status = 'stopping';
+    stopping ??= (async () => {
+      await starting?.catch(() => {});
+      if (!closeBegun) status = 'stopping';
+      operations.existingMaintenance?.stop();
+      await supervisor?.stop(timeoutMs);
+      await storage.opened?.committer.drain(DRAIN_GRACE_MS);
+    })().finally(() => {
+      stopping = undefined;
+      if (!closeBegun) status = 'idle';
+    });
+    return stopping;
+  }
+
+  function close(timeoutMs: number): Promise<void> {
+    closeBegun = true;
+    closing ??= (async () => {
+      status = 'closing';
+      const errors: unknown[] = [];
+      // Every step runs even if an earlier one throws (BullMQ's close()).
+      for (const step of [
+        () => stopFor(timeoutMs),
+        () => operations.existingMaintenance?.close(),
+        () => storage.opened?.committer.close(),
+        () => supervisor?.dispose(),
+        () => lock?.release(),
+        () => storage.close(),
+        () => settings.complete(),
+        () => bus.complete(),
+      ]) {
+        try {
+          await step();
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+      status = 'closed';
+      if (errors.length) throw errors[0];
+    })();
+    return closing;
+  }
+
+  return {
+    start,
+    /** Validates the options, then stops (see the module header). */
+    stop: (options: unknown) => withTimeout(options, 'stop', stopFor),
+    /** Validates the options, then closes (see the module header). */
+    close: (options: unknown) => withTimeout(options, 'close', close),
+    ensureSupervisor,
+    /** The supervisor if one was created. */
+    get supervisor() {
+      return supervisor;
+    },
+    get status() {
+      return status;
+    },
+    /** True once close() has begun. */
+    get closing() {
+      return closeBegun;
+    },
+  };
+}
+
+/** Runs `then(timeoutMs)`, or rejects (never throws) when the options are invalid. */
+function withTimeout(options: unknown, method: 'stop' | 'close', then: (timeoutMs: number) => Promise<void>): Promise<void> {
+  try {
+    return then(parseStopTimeout(options, method));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** `timeoutMs` of stop() and close(): a number ≥ 0, or Infinity; huge values are capped. */
+function parseStopTimeout(options: unknown, method: 'stop' | 'close'): number {
+  if (options === undefined) return DEFAULT_STOP_TIMEOUT_MS;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new SpoolError('INVALID_ARGUMENT', `${method}() takes an options object { timeoutMs }, got ${options === null ? 'null' : typeof options}`);
+  }
+  const extra = Object.keys(options).filter((key) => key !== 'timeoutMs');
+  if (extra.length) throw new SpoolError('INVALID_ARGUMENT', `${method}() takes only { timeoutMs }, got ${extra.join(', ')}`);
+  const value = (options as { timeoutMs?: unknown }).timeoutMs;
+  if (value === undefined) return DEFAULT_STOP_TIMEOUT_MS;
+  if (value === Infinity) return Infinity;
+  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
+    throw new SpoolError('INVALID_ARGUMENT', `Expected ${method}() timeoutMs to be a number of ms ≥ 0 or Infinity, got ${typeof value === 'number' ? String(value) : JSON.stringify(value) ?? typeof value}`, {
+      details: { timeoutMs: typeof value === 'number' ? value : typeof value },
+    });
+  }
+  return Math.min(value, MAX_TIMER_MS);
+}
+
+/** The lifecycle's type. */
+export type Lifecycle = ReturnType<typeof createLifecycle>;

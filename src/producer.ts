@@ -1,0 +1,189 @@
+/**
+ * The producer side of a spool: `send` and `sendBatch`. Validates at the edge (queue name,
+ * options, every payload), then queues one insert op on the group committer and resolves with
+ * the ids once that commit has landed. A local send of ready rows asks the running supervisor to
+ * claim in the same group transaction, so its handler can start right after that one commit.
+ */
+import { randomUUID } from 'node:crypto';
+import { MESSAGE_SNAPSHOT_VERSION } from '../machines/message.machine.js';
+import type { MessageStepper } from '../machines/stepper.js';
+import { crashPoint } from './crash-points.js';
+import type { NewMessage, Repository } from './db/repository.js';
+import { SpoolError } from './errors.js';
+import type { EventBus } from './events.js';
+import type { ResolvedOptions } from './options.js';
+import { toStorageError } from './runtime/committer.js';
+import { encodeSnapshot } from './runtime/message-codec.js';
+import type { SupervisorRuntime } from './runtime/supervisor.js';
+import { policyFor, queueSettings, type Settings } from './settings/schema.js';
+import type { SettingsRuntime } from './settings/store.js';
+import type { Storage } from './storage.js';
+import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
+
+/** What the producer needs. */
+export interface ProducerDeps {
+  opts: ResolvedOptions;
+  storage: Storage;
+  settings: SettingsRuntime;
+  bus: EventBus;
+  stepper: MessageStepper;
+  /** The supervisor, if one was created (started or not). */
+  runtime(): SupervisorRuntime | undefined;
+}
+
+/** Creates the producer. */
+export function createProducer(deps: ProducerDeps) {
+  const { opts, storage, settings, bus, stepper } = deps;
+  const { clock } = opts;
+  const knownQueues = new Set<string>();
+
+  // A new message's snapshot depends only on its visibleAt, so a batch (and a burst of sends in
+  // the same millisecond) shares one machine-computed snapshot instead of one per message.
+  let lastInitial = { visibleAt: Number.NaN, json: '' };
+  function initialSnapshot(visibleAt: number): string {
+    if (lastInitial.visibleAt !== visibleAt) {
+      lastInitial = { visibleAt, json: encodeSnapshot(stepper, stepper.initial({ visibleAt })) };
+    }
+    return lastInitial.json;
+  }
+
+  function prepareRow(queue: string, payload: unknown, o: SendOptions, s: Settings, now: number): NewMessage {
+    const json = serializePayload(payload, opts.maxPayloadBytes);
+    const visibleAt = o.runAt !== undefined ? Math.max(now, +o.runAt) : now + (o.delayMs ?? 0);
+    const dedupeKey = o.key !== undefined ? `key:${o.key}` : policyFor(s, queue).dedupe === 'content' ? contentKey(json) : null;
+    return {
+      id: randomUUID(),
+      queue,
+      payload: json,
+      snapshot: initialSnapshot(visibleAt),
+      snapshotVersion: MESSAGE_SNAPSHOT_VERSION,
+      priority: o.priority ?? 0,
+      visibleAt,
+      ready: visibleAt <= now ? 1 : 0,
+      dedupeKey,
+      now,
+    };
+  }
+
+  function admit(queue: string, s: Settings) {
+    if (!s.accepting) throw new SpoolError('NOT_ACCEPTING', 'The spool is not accepting messages (settings.accepting is false)');
+    if (queueSettings(s, queue)?.accepting === false) {
+      throw new SpoolError('NOT_ACCEPTING', `Queue "${queue}" is not accepting messages (settings.queues.${queue}.accepting is false)`);
+    }
+  }
+
+  /** Every payload as a row; a hole or an invalid item refuses the whole batch, naming the item. */
+  function prepareRows(queue: string, payloads: unknown[], o: SendOptions, s: Settings, now: number): NewMessage[] {
+    const rows: NewMessage[] = [];
+    // A plain loop, not map(): map() skips the holes of a sparse array, which would store fewer
+    // rows than the caller sent and resolve null ids for the holes.
+    for (let i = 0; i < payloads.length; i++) {
+      try {
+        if (!(i in payloads)) {
+          throw new SpoolError('INVALID_PAYLOAD', 'Payload is a hole in a sparse array, not a JSON value', { details: { path: '$', reason: 'json' } });
+        }
+        rows.push(prepareRow(queue, payloads[i], o, s, now));
+      } catch (error) {
+        if (error instanceof SpoolError && payloads.length > 1 && error.code === 'INVALID_PAYLOAD') {
+          throw new SpoolError('INVALID_PAYLOAD', `Item ${i}: ${error.message}`, { cause: error, details: { ...error.details, index: i } });
+        }
+        throw error;
+      }
+    }
+    return rows;
+  }
+
+  /** Inserts rows inside a transaction; returns each row's id (an existing id on a dedupe hit). */
+  function insertRows(r: Repository, rows: NewMessage[], s: Settings, midBatch: boolean): string[] {
+    const queue = rows[0]!.queue;
+    if (!knownQueues.has(queue)) r.addQueue(queue, rows[0]!.now);
+    const { maxPending } = policyFor(s, queue);
+    let live = maxPending === null ? 0 : r.countLive(queue);
+    return rows.map((row, i) => {
+      if (maxPending !== null && live >= maxPending) {
+        // A resend of a live message stores nothing, so a full queue still answers with its id.
+        const held = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
+        if (held !== undefined) return held;
+        throw new SpoolError('QUEUE_FULL', `Queue "${queue}" holds ${live} pending or in-flight messages; maxPending is ${maxPending}`, {
+          details: { queue, maxPending },
+        });
+      }
+      if (midBatch && i === Math.floor(rows.length / 2)) crashPoint('batch.midInsert');
+      if (r.insert(row)) {
+        live += 1;
+        return row.id;
+      }
+      const existing = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
+      if (existing === undefined) throw new SpoolError('STORAGE_ERROR', `The insert of a message into "${queue}" was ignored`);
+      return existing;
+    });
+  }
+
+  function enqueueRows(queue: string, payloads: unknown[], options: SendOptions | undefined): Promise<string[]> {
+    try {
+      assertQueueName(queue);
+      const o = parseSendOptions(options);
+      const { repo: r, committer: c } = storage.open();
+      const now = clock.now();
+      refreshIfProducer(now);
+      const s = settings.get();
+      admit(queue, s);
+      const rows = prepareRows(queue, payloads, o, s, now);
+      if (rows.length === 0) return Promise.resolve([]);
+      const supervisor = deps.runtime();
+      // Ready rows: the claim joins this insert's group transaction, so the handler can start
+      // right after that one commit (one event-loop turn, not two).
+      if (rows[0]!.ready) supervisor?.noteSending(queue);
+      return new Promise((resolve, reject) => {
+        c.enqueue({
+          kind: 'send',
+          run: () => {
+            crashPoint('enqueue.beforeCommit');
+            return insertRows(r, rows, s, rows.length > 1);
+          },
+          committed: (ids) => {
+            knownQueues.add(queue);
+            crashPoint('enqueue.afterCommit');
+            if (!bus.idle) {
+              for (let i = 0; i < ids.length; i++) {
+                if (ids[i] === rows[i]!.id) bus.emit({ type: 'message.state', id: ids[i]!, queue, from: null, to: 'pending', attempt: 0, at: now });
+              }
+            }
+            const first = rows[0]!;
+            if (!first.ready) supervisor?.noteSent(queue, first.visibleAt);
+            resolve(ids);
+          },
+          failed: reject,
+        });
+      });
+    } catch (error) {
+      return Promise.reject(error instanceof SpoolError ? error : toStorageError(error));
+    }
+  }
+
+  let refreshedAt = -Infinity;
+  /**
+   * A spool that only sends has no poll, yet must see `accepting` turned off by the CLI or the
+   * owner: it re-reads the settings version at most once per poll interval.
+   */
+  function refreshIfProducer(now: number) {
+    if (deps.runtime()?.running || now - refreshedAt < settings.get().processor.pollIntervalMs) return;
+    refreshedAt = now;
+    try {
+      settings.refresh();
+    } catch {
+      // A busy read keeps the settings already held; the next send tries again.
+      refreshedAt = -Infinity;
+    }
+  }
+
+  return {
+    async send(queue: string, payload: unknown, options?: SendOptions): Promise<string> {
+      return (await enqueueRows(queue, [payload], options))[0]!;
+    },
+    sendBatch(queue: string, payloads: unknown[], options?: SendOptions): Promise<string[]> {
+      if (!Array.isArray(payloads)) return Promise.reject(new SpoolError('INVALID_ARGUMENT', `Expected sendBatch payloads to be an array, got ${typeof payloads}`));
+      return enqueueRows(queue, payloads, options);
+    },
+  };
+}

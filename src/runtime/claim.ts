@@ -1,0 +1,149 @@
+/**
+ * The claim: inside the group transaction, picks the best ready rows per pool (priority, then
+ * visible-at, then send order), up to each pool's free slots and `processor.batchSize` overall,
+ * and moves each pending → activating → processing in that one commit, every step computed by the
+ * machine. Rows that cannot run settle at once: no consumer (→ dead, or done with
+ * `noConsumer: 'delete'`) and unreadable rows (→ dead with CORRUPT_ROW).
+ */
+import { randomUUID } from 'node:crypto';
+import type { StoredError } from '../../machines/message.machine.js';
+import { stateOf, type MessageSnapshot } from '../../machines/stepper.js';
+import { monotonicNow } from '../clock.js';
+import type { MessageRow } from '../db/repository.js';
+import { policyFor } from '../settings/schema.js';
+import { deadLetter, decodeSnapshot, transitionRow } from './message-codec.js';
+import type { Pools } from './pools.js';
+import type { QueueTracker } from './queues.js';
+import type { ClaimResult, Inflight, SupervisorDeps } from './types.js';
+
+/** Creates the claim over the runtime's parts; `active()` says whether claiming is allowed now. */
+export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueTracker, active: () => boolean) {
+  const { repo, stepper, clock, settings, consumers } = deps;
+
+  function claim(): ClaimResult | null {
+    pools.applyReleases();
+    if (!active()) return null;
+    const now = clock.now();
+    for (const queue of repo.promoteDue(now)) queues.heat(queue);
+    const ctx = pools.context();
+    const free = pools.freeSlots();
+    const { batchSize } = settings.get().processor;
+    const byPool = new Map<string, string[]>();
+    for (const queue of queues.hot) {
+      if (ctx.paused[queue]) continue;
+      const pool = pools.poolOf(queue);
+      if ((free[pool] ?? 0) <= 0) continue;
+      let list = byPool.get(pool);
+      if (!list) byPool.set(pool, (list = []));
+      list.push(queue);
+    }
+    const result: ClaimResult = { claimed: [], dispositions: [], nextDelayedAt: null, capped: false };
+    let budget = batchSize;
+    for (const [pool, members] of byPool) {
+      if (budget <= 0) {
+        result.capped = true;
+        break;
+      }
+      const want = Math.min(free[pool] ?? 0, budget);
+      const chosen = choose(members, want);
+      budget -= chosen.length;
+      if (budget <= 0) result.capped = true;
+      for (const row of chosen) claimRow(row, pool, now, result);
+    }
+    result.nextDelayedAt = repo.nextDelayedAt();
+    return result;
+  }
+
+  /** The best `want` rows across `members`, in priority, visible-at, send order. */
+  function choose(members: string[], want: number): MessageRow[] {
+    if (members.length === 1) {
+      const rows = repo.candidates(members[0]!, want);
+      if (rows.length < want) queues.hot.delete(members[0]!);
+      return rows;
+    }
+    const all: MessageRow[] = [];
+    const fetched = new Map<string, number>();
+    for (const queue of members) {
+      const rows = repo.candidates(queue, want);
+      fetched.set(queue, rows.length);
+      all.push(...rows);
+    }
+    all.sort((a, b) => b.priority - a.priority || a.visibleAt - b.visibleAt || a.seq - b.seq);
+    const chosen = all.slice(0, want);
+    const taken = new Map<string, number>();
+    for (const row of chosen) taken.set(row.queue, (taken.get(row.queue) ?? 0) + 1);
+    for (const [queue, n] of fetched) if (n < want && (taken.get(queue) ?? 0) === n) queues.hot.delete(queue);
+    return chosen;
+  }
+
+  function claimRow(row: MessageRow, pool: string, now: number, result: ClaimResult) {
+    let pending: MessageSnapshot;
+    let payload: unknown;
+    try {
+      pending = decodeSnapshot(stepper, row);
+      payload = JSON.parse(row.payload);
+    } catch (error) {
+      return corrupt(row, error, now, result);
+    }
+    const policy = policyFor(settings.get(), row.queue);
+    const activating = stepper.step(pending, { type: 'CLAIM', at: now });
+    if (!consumers.has(row.queue)) {
+      const error: StoredError = { code: 'NO_CONSUMER', message: `No consumer is registered for queue "${row.queue}"` };
+      const drop = settings.get().noConsumer === 'delete';
+      const next = stepper.step(activating, drop ? { type: 'DROP', at: now } : { type: 'REJECT', at: now, error });
+      const ok = drop
+        ? repo.remove(row.seq, 'pending', null)
+        : repo.write(transitionRow(stepper, row.seq, { state: 'pending', token: null }, next, { token: null, owner: null }, now));
+      if (ok) result.dispositions.push({ row, to: stateOf(next), attempt: next.context.attempt, error });
+      return;
+    }
+    // The row keeps the wall-clock deadline (other processes read it); this process times the
+    // handler on the monotonic clock, so an NTP step back cannot stretch a 300 ms timeout by hours.
+    const leaseExpiresAt = policy.timeoutMs === null ? null : now + policy.timeoutMs;
+    const deadline = policy.timeoutMs === null ? null : monotonicNow(clock) + policy.timeoutMs;
+    const processing = stepper.step(activating, { type: 'START', at: now, leaseExpiresAt });
+    const token = randomUUID();
+    const persisted = stepper.persist(processing);
+    const ok = repo.write(transitionRow(stepper, row.seq, { state: 'pending', token: null }, processing, { token, owner: null }, now, persisted));
+    if (!ok) return;
+    const ctx = processing.context;
+    const entry: Inflight = {
+      seq: row.seq,
+      id: row.id,
+      queue: row.queue,
+      pool,
+      token,
+      snapshot: processing,
+      actor: undefined,
+      controller: undefined,
+      deadline,
+      settled: false,
+      finished: Promise.resolve(),
+      message: {
+        id: row.id,
+        queue: row.queue,
+        payload,
+        attempt: ctx.attempt,
+        deliveries: ctx.deliveries,
+        priority: row.priority,
+        createdAt: row.createdAt,
+      },
+    };
+    result.claimed.push({ row, persisted, entry });
+  }
+
+  /** A row whose snapshot or payload cannot be read goes to dead with CORRUPT_ROW. */
+  function corrupt(row: MessageRow, cause: unknown, now: number, result: ClaimResult | null): boolean {
+    const error: StoredError = { code: 'CORRUPT_ROW', message: `Unreadable row: ${(cause as Error).message}` };
+    // The stored snapshot is unusable, so the machine replays a fresh one to dead.
+    const dead = deadLetter(stepper, row.visibleAt, now, error);
+    const ok = repo.write(transitionRow(stepper, row.seq, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now));
+    if (ok && result) result.dispositions.push({ row, to: 'dead', attempt: dead.context.attempt, error });
+    return ok;
+  }
+
+  return { claim, corrupt };
+}
+
+/** The claim's type. */
+export type Claimer = ReturnType<typeof createClaimer>;

@@ -1,0 +1,74 @@
+/**
+ * The executor pools: the supervisor machine's accounting (limits, active counts, which queue
+ * claims from which pool), plus batching of releases, so a burst of settles costs one event.
+ */
+import { createActor } from 'xstate';
+import { DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
+import type { Settings } from '../settings/schema.js';
+import type { Inspect } from './types.js';
+
+/** Pool limits and use, as the public stats() shows them. */
+export interface PoolsView {
+  default: { concurrency: number; active: number };
+  byQueue: Record<string, { concurrency: number; active: number }>;
+}
+
+/** The limits the settings ask for. */
+export function limitsOf(settings: Settings): PoolLimits {
+  const queues: Record<string, number> = {};
+  const paused: string[] = [];
+  for (const [name, q] of Object.entries(settings.queues)) {
+    if (q.executor) queues[name] = q.executor.concurrency;
+    if (q.paused) paused.push(name);
+  }
+  return { concurrency: settings.executor.concurrency, queues, paused };
+}
+
+/** Creates the pools over a started supervisor actor. */
+export function createPools(settings: Settings, inspect: Inspect | undefined) {
+  const actor = createActor(supervisorMachine, { input: limitsOf(settings), inspect, id: 'supervisor' });
+  actor.start();
+  // Keyed by pool name: no prototype, so a queue called "constructor" reads undefined here.
+  let releases: Record<string, number> = Object.create(null);
+  let releaseCount = 0;
+
+  function applyReleases() {
+    if (releaseCount === 0) return;
+    const counts = releases;
+    releases = Object.create(null);
+    releaseCount = 0;
+    actor.send({ type: 'RELEASE', counts });
+  }
+
+  return {
+    actor,
+    /** The accounting context, with every pending release applied. */
+    context() {
+      applyReleases();
+      return actor.getSnapshot().context;
+    },
+    freeSlots: () => freeSlots((applyReleases(), actor.getSnapshot().context)),
+    poolOf: (queue: string) => poolOf(actor.getSnapshot().context, queue),
+    configure: (settings: Settings) => actor.send({ type: 'CONFIGURE', limits: limitsOf(settings) }),
+    acquire: (counts: Record<string, number>) => actor.send({ type: 'ACQUIRE', counts }),
+    /** A slot freed by a settled handler; applied at the next claim (or view). */
+    release(pool: string) {
+      releases[pool] = (releases[pool] ?? 0) + 1;
+      releaseCount += 1;
+    },
+    applyReleases,
+    start: () => actor.send({ type: 'START' }),
+    stop: () => actor.send({ type: 'STOP' }),
+    view(): PoolsView {
+      applyReleases();
+      const { pools } = actor.getSnapshot().context;
+      const byQueue: Record<string, { concurrency: number; active: number }> = {};
+      for (const [key, pool] of Object.entries(pools)) if (key !== DEFAULT_POOL) byQueue[key] = { ...pool };
+      return { default: { ...pools[DEFAULT_POOL]! }, byQueue };
+    },
+    dispose: () => actor.stop(),
+  };
+}
+
+/** The pools' type. */
+export type Pools = ReturnType<typeof createPools>;

@@ -1,0 +1,101 @@
+/**
+ * Settling: a handler's outcome becomes the machine's next snapshot, written fenced on the claim's
+ * lease token in the group transaction, and only after that commit applied to the live actor and
+ * announced. A settle from an attempt that no longer holds the message (timed out, abandoned at
+ * stop, or superseded) changes nothing and is announced as `message.stale`.
+ */
+import type { MessageEvent } from '../../machines/message.machine.js';
+import { backoffDelay } from '../../machines/retry-policy.js';
+import { stateOf } from '../../machines/stepper.js';
+import { crashPoint } from '../crash-points.js';
+import { policyFor } from '../settings/schema.js';
+import type { Outcome } from './handler.js';
+import type { Leases } from './leases.js';
+import { transitionRow } from './message-codec.js';
+import type { Announcer, Inflight, SupervisorDeps } from './types.js';
+
+/** What settling needs besides the shared dependencies. */
+export interface SettleParts {
+  leases: Leases;
+  announce: Announcer;
+  /** Frees the entry's pool slot (and asks for a claim). */
+  release(entry: Inflight): void;
+  /** A retry is ready at `visibleAt` in `queue`. */
+  retryAt(queue: string, visibleAt: number, now: number): void;
+}
+
+/** Creates the settle step. */
+export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
+  const { repo, committer, stepper, clock, events, settings } = deps;
+  const { leases, announce } = parts;
+
+  function settle(entry: Inflight, outcome: Outcome) {
+    if (entry.settled) {
+      // Timed out or abandoned at stop: this attempt no longer holds the message.
+      events.emit({ type: 'message.stale', id: entry.id, queue: entry.queue, attempt: entry.message.attempt, at: clock.now() });
+      return;
+    }
+    entry.settled = true;
+    parts.release(entry);
+    const now = clock.now();
+    const event = eventFor(entry, outcome, now);
+    const next = stepper.step(entry.snapshot, event);
+    const to = stateOf(next);
+    const keepDone = settings.get().retention.doneMs > 0;
+    committer.enqueue({
+      kind: 'transition',
+      run: () => {
+        if (to === 'done') crashPoint('complete.beforeCommit');
+        return to === 'done' && !keepDone
+          ? repo.remove(entry.seq, 'processing', entry.token)
+          : repo.write(transitionRow(stepper, entry.seq, { state: 'processing', token: entry.token }, next, { token: null, owner: null }, now));
+      },
+      committed: (ok) => {
+        leases.delete(entry);
+        if (!ok) {
+          entry.actor?.stop();
+          events.emit({ type: 'message.stale', id: entry.id, queue: entry.queue, attempt: entry.message.attempt, at: now });
+          return;
+        }
+        entry.actor?.send(event);
+        if (to !== 'done') entry.actor?.stop();
+        if (outcome.kind === 'fail' || outcome.kind === 'reject') announce.error(entry.id, entry.queue, outcome.error, now);
+        announce.state(entry.id, entry.queue, 'processing', to, entry.message.attempt, now);
+        if (to === 'done') crashPoint('complete.afterCommit');
+        else if (to === 'dead') crashPoint('dead.afterCommit');
+        else {
+          crashPoint('retry.scheduled');
+          parts.retryAt(entry.queue, next.context.visibleAt, now);
+        }
+      },
+      failed: (error) => {
+        // The row stays in flight on disk; the next boot's recovery returns it to pending.
+        leases.delete(entry);
+        entry.actor?.stop();
+        // A lost file was reported once by the committer; one event per settle would flood.
+        if (error.code !== 'STORAGE_LOST') events.emit({ type: 'error', code: error.code, message: `Could not settle ${entry.id}: ${error.message}`, at: now });
+      },
+    });
+  }
+
+  function eventFor(entry: Inflight, outcome: Outcome, now: number): MessageEvent {
+    switch (outcome.kind) {
+      case 'complete':
+        return { type: 'COMPLETE', at: now };
+      case 'reject':
+        return { type: 'REJECT', at: now, error: outcome.error };
+      case 'defer':
+        return { type: 'DEFER', at: now, retryAt: now + outcome.delayMs };
+      case 'fail': {
+        const policy = policyFor(settings.get(), entry.queue);
+        const delay = backoffDelay(policy.backoff, entry.snapshot.context.failures + 1, deps.random);
+        return { type: 'FAIL', at: now, error: outcome.error, maxAttempts: policy.maxAttempts, retryAt: now + delay };
+      }
+    }
+  }
+
+  return { settle };
+}
+
+/** The settle step's type. */
+export type Settler = ReturnType<typeof createSettler>;
