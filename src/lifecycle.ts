@@ -5,7 +5,6 @@
  * - `close()` stops, then runs every cleanup step even if one throws (BullMQ's close()).
  * Concurrent callers share one promise per operation; a start() during close() is CLOSED.
  */
-import type { MessageStepper } from '../machines/stepper.js';
 import { MAX_TIMER_MS } from './clock.js';
 import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
 import { isBusy } from './db/transaction.js';
@@ -31,7 +30,6 @@ export interface LifecycleDeps {
   storage: Storage;
   settings: SettingsRuntime;
   bus: EventBus;
-  stepper: MessageStepper;
   consumers: ReadonlyMap<string, Handler>;
   operations: Operations;
 }
@@ -55,7 +53,6 @@ export function createLifecycle(deps: LifecycleDeps) {
       sqlite: db.sqlite,
       repo,
       committer,
-      stepper: deps.stepper,
       clock,
       events: bus,
       settings,

@@ -8,9 +8,9 @@ import { sqliteCode } from './db/transaction.js';
 import { SpoolError } from './errors.js';
 import type { EventBus, MessageRemovedEvent } from './events.js';
 import type { Clock } from './clock.js';
-import type { MessageStepper, MessageSnapshot } from '../machines/stepper.js';
+import { compiledMessageMachine as machine, type MessageMachineState } from '../machines/compiled.js';
 import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
-import { deadLetter, decodeSnapshot, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
+import { deadLetter, rowState, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
 import type { PoolsView } from './runtime/pools.js';
 import type { SettingsRuntime } from './settings/store.js';
 import type { Storage } from './storage.js';
@@ -41,7 +41,6 @@ export interface OperationsDeps {
   settings: SettingsRuntime;
   bus: EventBus;
   clock: Clock;
-  stepper: MessageStepper;
   /** Pool limits and use (the supervisor's view; created on demand). */
   pools(): PoolsView;
   /** A requeued message of `queue` is ready: the running supervisor may claim it. */
@@ -53,7 +52,7 @@ const PURGE_BATCH = 1000;
 
 /** Creates the operations. */
 export function createOperations(deps: OperationsDeps) {
-  const { storage, settings, bus, clock, stepper } = deps;
+  const { storage, settings, bus, clock } = deps;
   let maintenance: Maintenance | undefined;
 
   /** Announces deleted rows (only when someone listens: a purge may delete a million). */
@@ -118,15 +117,15 @@ export function createOperations(deps: OperationsDeps) {
       const moved: MessageRow[] = [];
       storage.transaction(() => {
         for (const row of rows) {
-          let snapshot: MessageSnapshot;
+          let state: MessageMachineState;
           try {
-            snapshot = decodeSnapshot(stepper, row);
+            state = rowState(row);
           } catch {
             // A corrupt dead letter is rebuilt as a fresh one; its payload is checked again at claim.
-            snapshot = deadLetter(stepper, row.visibleAt, now, { code: 'CORRUPT_ROW', message: 'rebuilt at requeue' });
+            state = deadLetter(row.visibleAt, now, { code: 'CORRUPT_ROW', message: 'rebuilt at requeue' });
           }
-          const next = stepper.step(snapshot, { type: 'REQUEUE', at: now });
-          const change = transitionRow(stepper, row.seq, { state: 'dead', token: row.leaseToken }, next, { token: null, owner: null }, now);
+          const next = machine.step(state, { type: 'REQUEUE', at: now });
+          const change = transitionRow(row, { state: 'dead', token: row.leaseToken }, next, { token: null, owner: null }, now);
           try {
             if (repo.write(change)) moved.push(row);
           } catch (error) {

@@ -4,16 +4,14 @@
  * the ids once that commit has landed. A local send of ready rows asks the running supervisor to
  * claim in the same group transaction, so its handler can start right after that one commit.
  */
-import { randomUUID } from 'node:crypto';
-import { MESSAGE_SNAPSHOT_VERSION } from '../machines/message.machine.js';
-import type { MessageStepper } from '../machines/stepper.js';
+import { compiledMessageMachine as machine } from '../machines/compiled.js';
+import type { MessageContext } from '../machines/message.machine.js';
 import { crashPoint } from './crash-points.js';
 import type { NewMessage, Repository } from './db/repository.js';
 import { SpoolError } from './errors.js';
 import type { EventBus } from './events.js';
 import type { ResolvedOptions } from './options.js';
 import { toStorageError } from './runtime/committer.js';
-import { encodeSnapshot } from './runtime/message-codec.js';
 import type { SupervisorRuntime } from './runtime/supervisor.js';
 import { policyFor, queueSettings, type Settings } from './settings/schema.js';
 import type { SettingsRuntime } from './settings/store.js';
@@ -26,25 +24,26 @@ export interface ProducerDeps {
   storage: Storage;
   settings: SettingsRuntime;
   bus: EventBus;
-  stepper: MessageStepper;
   /** The supervisor, if one was created (started or not). */
   runtime(): SupervisorRuntime | undefined;
 }
 
 /** Creates the producer. */
 export function createProducer(deps: ProducerDeps) {
-  const { opts, storage, settings, bus, stepper } = deps;
+  const { opts, storage, settings, bus } = deps;
   const { clock } = opts;
   const knownQueues = new Set<string>();
 
-  // A new message's snapshot depends only on its visibleAt, so a batch (and a burst of sends in
-  // the same millisecond) shares one machine-computed snapshot instead of one per message.
-  let lastInitial = { visibleAt: Number.NaN, json: '' };
-  function initialSnapshot(visibleAt: number): string {
+  // A new message's state is the machine's initial state for its input (its visibleAt); a batch
+  // (and a burst of sends in the same millisecond) shares one instead of computing one each.
+  let lastInitial: { visibleAt: number; context: MessageContext } = { visibleAt: Number.NaN, context: machine.initial({ visibleAt: 0 }).context };
+  function initialContext(visibleAt: number): MessageContext {
     if (lastInitial.visibleAt !== visibleAt) {
-      lastInitial = { visibleAt, json: encodeSnapshot(stepper, stepper.initial({ visibleAt })) };
+      const initial = machine.initial({ visibleAt });
+      if (initial.value !== 'pending') throw new SpoolError('STORAGE_ERROR', `The message machine starts in ${initial.value}, not pending`);
+      lastInitial = { visibleAt, context: initial.context };
     }
-    return lastInitial.json;
+    return lastInitial.context;
   }
 
   function prepareRow(queue: string, payload: unknown, o: SendOptions, s: Settings, now: number): NewMessage {
@@ -52,13 +51,10 @@ export function createProducer(deps: ProducerDeps) {
     const visibleAt = o.runAt !== undefined ? Math.max(now, +o.runAt) : now + (o.delayMs ?? 0);
     const dedupeKey = o.key !== undefined ? `key:${o.key}` : policyFor(s, queue).dedupe === 'content' ? contentKey(json) : null;
     return {
-      id: randomUUID(),
       queue,
       payload: json,
-      snapshot: initialSnapshot(visibleAt),
-      snapshotVersion: MESSAGE_SNAPSHOT_VERSION,
+      context: initialContext(visibleAt),
       priority: o.priority ?? 0,
-      visibleAt,
       ready: visibleAt <= now ? 1 : 0,
       dedupeKey,
       now,
@@ -93,30 +89,38 @@ export function createProducer(deps: ProducerDeps) {
     return rows;
   }
 
-  /** Inserts rows inside a transaction; returns each row's id (an existing id on a dedupe hit). */
-  function insertRows(r: Repository, rows: NewMessage[], s: Settings, midBatch: boolean): string[] {
+  /**
+   * Inserts rows inside a transaction; returns each row's id (an existing id on a dedupe hit) and
+   * whether it is new.
+   */
+  function insertRows(r: Repository, rows: NewMessage[], s: Settings, midBatch: boolean): { ids: string[]; fresh: boolean[] } {
+    const fresh: boolean[] = [];
     const queue = rows[0]!.queue;
     if (!knownQueues.has(queue)) r.addQueue(queue, rows[0]!.now);
     const { maxPending } = policyFor(s, queue);
     let live = maxPending === null ? 0 : r.countLive(queue);
-    return rows.map((row, i) => {
+    const ids = rows.map((row, i) => {
       if (maxPending !== null && live >= maxPending) {
         // A resend of a live message stores nothing, so a full queue still answers with its id.
         const held = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
+        fresh.push(false);
         if (held !== undefined) return held;
         throw new SpoolError('QUEUE_FULL', `Queue "${queue}" holds ${live} pending or in-flight messages; maxPending is ${maxPending}`, {
           details: { queue, maxPending },
         });
       }
       if (midBatch && i === Math.floor(rows.length / 2)) crashPoint('batch.midInsert');
-      if (r.insert(row)) {
+      const seq = r.insert(row);
+      fresh.push(seq !== undefined);
+      if (seq !== undefined) {
         live += 1;
-        return row.id;
+        return String(seq);
       }
       const existing = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
       if (existing === undefined) throw new SpoolError('STORAGE_ERROR', `The insert of a message into "${queue}" was ignored`);
       return existing;
     });
+    return { ids, fresh };
   }
 
   function enqueueRows(queue: string, payloads: unknown[], options: SendOptions | undefined): Promise<string[]> {
@@ -141,16 +145,16 @@ export function createProducer(deps: ProducerDeps) {
             crashPoint('enqueue.beforeCommit');
             return insertRows(r, rows, s, rows.length > 1);
           },
-          committed: (ids) => {
+          committed: ({ ids, fresh }) => {
             knownQueues.add(queue);
             crashPoint('enqueue.afterCommit');
             if (!bus.idle) {
               for (let i = 0; i < ids.length; i++) {
-                if (ids[i] === rows[i]!.id) bus.emit({ type: 'message.state', id: ids[i]!, queue, from: null, to: 'pending', attempt: 0, at: now });
+                if (fresh[i]) bus.emit({ type: 'message.state', id: ids[i]!, queue, from: null, to: 'pending', attempt: 0, at: now });
               }
             }
             const first = rows[0]!;
-            if (!first.ready) supervisor?.noteSent(queue, first.visibleAt);
+            if (!first.ready) supervisor?.noteSent(queue, first.context.visibleAt);
             resolve(ids);
           },
           failed: reject,

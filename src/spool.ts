@@ -9,7 +9,6 @@
 import type { Observable } from 'rxjs';
 import type { ActorRefFrom } from 'xstate';
 import type { MessageState } from '../machines/message.machine.js';
-import { createMessageStepper } from '../machines/stepper.js';
 import type { supervisorMachine } from '../machines/supervisor.machine.js';
 import { SpoolError } from './errors.js';
 import { createEventBus, type SpoolEvent } from './events.js';
@@ -78,7 +77,6 @@ export function createSpool(options: SpoolOptions): Spool {
   const opts = parseOptions(options);
   const { clock } = opts;
   const bus = createEventBus(() => clock.now());
-  const stepper = createMessageStepper();
   const consumers = new Map<string, Handler>();
   const storage = createStorage(opts, bus);
   const settings = createSettingsStore({
@@ -100,12 +98,11 @@ export function createSpool(options: SpoolOptions): Spool {
     settings,
     bus,
     clock,
-    stepper,
     pools: () => lifecycle.ensureSupervisor().pools(),
     requeued: (queue) => lifecycle.supervisor?.noteSent(queue, null),
   });
-  const lifecycle = createLifecycle({ opts, storage, settings, bus, stepper, consumers, operations });
-  const producer = createProducer({ opts, storage, settings, bus, stepper, runtime: () => lifecycle.supervisor });
+  const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations });
+  const producer = createProducer({ opts, storage, settings, bus, runtime: () => lifecycle.supervisor });
   const watch = createWatch(bus, (id) => {
     try {
       return storage.open().repo.byId(id);

@@ -1,32 +1,37 @@
 /**
- * All SQL over the messages, queues and settings tables. Hot-path statements are prepared once
- * (an ad-hoc builder re-prepares on every call); cold paths use drizzle's typed builder.
- * Every "now" is a bound parameter from the injected clock.
+ * All SQL over the messages, queues and settings tables. Hot-path statements are prepared once and
+ * bound positionally (an ad-hoc builder re-prepares on every call, and named parameters cost a
+ * property lookup each); cold paths use drizzle's typed builder. Every "now" is a bound parameter
+ * from the injected clock. Every change to a message row records its count delta (counts.ts).
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import type { MessageState } from '../../machines/message.machine.js';
+import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type { DbHandle } from './client.js';
+import { attachCountDeltas } from './counts.js';
 import { messages, settingsOverrides } from './schema.js';
 
-/** A row as the runtime reads it. */
+/** A row as the runtime reads it: the machine's context column by column. */
 export interface MessageRow {
   seq: number;
+  /** The public id: the legacy UUID of a pre-0.2.0 row, else the seq as a decimal string. */
   id: string;
   queue: string;
   payload: string;
   state: MessageState;
-  snapshot: string;
+  failures: number;
   attempt: number;
   deliveries: number;
-  priority: number;
+  crashes: number;
   visibleAt: number;
-  leaseToken: string | null;
   leaseExpiresAt: number | null;
+  /** JSON text of `{ code, message, stack }`, or null. */
+  lastError: string | null;
+  priority: number;
+  leaseToken: string | null;
   owner: string | null;
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
-  lastError: string | null;
 }
 
 /** A deleted row, as announced by `message.removed`. */
@@ -36,43 +41,47 @@ export interface RemovedRow {
   state: MessageState;
 }
 
-/** Everything a new row needs. */
+/** Everything a new row needs: the machine's initial context, and where the message goes. */
 export interface NewMessage {
-  id: string;
   queue: string;
   payload: string;
-  snapshot: string;
-  snapshotVersion: number;
+  context: MessageContext;
   priority: number;
-  visibleAt: number;
   ready: 0 | 1;
   dedupeKey: string | null;
   now: number;
 }
 
-/** The columns a transition writes, all derived from the new snapshot. */
+/** The columns a transition writes, all derived from the machine's next state. */
 export interface RowTransition {
   seq: number;
+  queue: string;
   /** Fences: the write lands only if the row is still in this state with this lease token. */
   expectState: MessageState;
   expectToken: string | null;
   state: MessageState;
-  snapshot: string;
-  attempt: number;
-  deliveries: number;
-  visibleAt: number;
-  ready: 0 | 1;
+  context: MessageContext;
   leaseToken: string | null;
-  leaseExpiresAt: number | null;
   owner: string | null;
-  finishedAt: number | null;
-  lastError: string | null;
   now: number;
 }
 
-const ROW_COLUMNS = `seq, id, queue, payload, state, snapshot, attempt, deliveries, priority,
-  visible_at AS visibleAt, lease_token AS leaseToken, lease_expires_at AS leaseExpiresAt, owner,
-  created_at AS createdAt, updated_at AS updatedAt, finished_at AS finishedAt, last_error AS lastError`;
+/** The public id of a row. */
+export function idOf(seq: number, legacyId: string | null): string {
+  return legacyId ?? String(seq);
+}
+
+/** The seq an id names: a decimal id is the seq itself; anything else is a legacy UUID. */
+export function seqOf(id: string): number | undefined {
+  if (!/^[1-9][0-9]{0,15}$/.test(id)) return undefined;
+  const seq = Number(id);
+  return Number.isSafeInteger(seq) ? seq : undefined;
+}
+
+const ROW_COLUMNS = `seq, coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, payload, state, failures, attempt,
+  deliveries, crashes, visible_at AS visibleAt, lease_expires_at AS leaseExpiresAt, last_error AS lastError,
+  priority, lease_token AS leaseToken, owner, created_at AS createdAt, updated_at AS updatedAt,
+  finished_at AS finishedAt`;
 
 /** The claim's candidate query (queue, limit); exported so a test can check its query plan. */
 export const CANDIDATES_SQL = `SELECT ${ROW_COLUMNS} FROM messages
@@ -88,56 +97,89 @@ export const NEXT_DELAYED_SQL = `SELECT MIN(visible_at) AS at FROM messages WHER
 /** The `owner` of a row whose handler a graceful stop abandoned: recovered without a crash. */
 export const ABANDONED = 'stopped';
 
+const LIVE: MessageState[] = ['pending', 'activating', 'processing'];
+
 /** Creates the repository over an open database. */
 export function createRepository(db: DbHandle) {
   const { sqlite, orm } = db;
+  const deltas = attachCountDeltas(sqlite);
   const insert = sqlite.prepare(
-    `INSERT INTO messages (id, queue, payload, state, snapshot, snapshot_version, priority, visible_at, ready, dedupe_key, created_at, updated_at)
-     VALUES (@id, @queue, @payload, 'pending', @snapshot, @snapshotVersion, @priority, @visibleAt, @ready, @dedupeKey, @now, @now)
+    `INSERT INTO messages (queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
+       last_error, priority, ready, dedupe_key, created_at, updated_at)
+     VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT DO NOTHING`,
   );
   const liveByKey = sqlite.prepare(
-    `SELECT id FROM messages WHERE queue = ? AND dedupe_key = ? AND state IN ('pending', 'activating', 'processing')`,
-  );
-  const countLive = sqlite.prepare(
-    `SELECT COUNT(*) AS n FROM messages WHERE queue = ? AND state IN ('pending', 'activating', 'processing')`,
-  );
+    `SELECT coalesce(legacy_id, CAST(seq AS TEXT)) FROM messages
+     WHERE queue = ? AND dedupe_key = ? AND state IN ('pending', 'activating', 'processing')`,
+  ).pluck();
+  const countIn = sqlite.prepare('SELECT n FROM queue_counts WHERE queue = ? AND state = ?').pluck();
   const insertQueue = sqlite.prepare('INSERT OR IGNORE INTO queues (name, created_at) VALUES (?, ?)');
-  const listQueues = sqlite.prepare('SELECT name FROM queues ORDER BY name');
-  const promote = sqlite.prepare(PROMOTE_SQL);
-  const nextDelayed = sqlite.prepare(NEXT_DELAYED_SQL);
+  const listQueues = sqlite.prepare('SELECT name FROM queues ORDER BY name').pluck();
+  const promote = sqlite.prepare(PROMOTE_SQL).pluck();
+  const nextDelayed = sqlite.prepare(NEXT_DELAYED_SQL).pluck();
   const candidates = sqlite.prepare(CANDIDATES_SQL);
   const write = sqlite.prepare(
-    `UPDATE messages SET state = @state, snapshot = @snapshot, attempt = @attempt, deliveries = @deliveries,
-       visible_at = @visibleAt, ready = @ready, lease_token = @leaseToken, lease_expires_at = @leaseExpiresAt,
-       owner = @owner, finished_at = @finishedAt, last_error = @lastError, updated_at = @now
-     WHERE seq = @seq AND state = @expectState AND lease_token IS @expectToken`,
+    `UPDATE messages SET state = ?, failures = ?, attempt = ?, deliveries = ?, crashes = ?, visible_at = ?,
+       lease_expires_at = ?, last_error = ?, ready = ?, lease_token = ?, owner = ?, finished_at = ?, updated_at = ?
+     WHERE seq = ? AND state = ? AND lease_token IS ?`,
   );
-  const abandon = sqlite.prepare(
-    `UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`,
-  );
-  const remove = sqlite.prepare(
-    `DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?`,
-  );
-  const inflight = sqlite.prepare(
-    `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') LIMIT ?`,
-  );
-  const byId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE id = ?`);
+  const abandon = sqlite.prepare(`UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
+  const remove = sqlite.prepare('DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?');
+  const inflight = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') LIMIT ?`);
+  const bySeq = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ?`);
+  const byLegacyId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE legacy_id = ?`);
+  const counts = sqlite.prepare('SELECT queue, state, n FROM queue_counts WHERE n > 0 ORDER BY queue, state');
   const settingsRow = sqlite.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1');
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
 
+  /** Deletes the rows `select` picks (seqs), returning them, with their count deltas. */
+  function deleteReturning(seqs: number[]): RemovedRow[] {
+    if (seqs.length === 0) return [];
+    const removed = orm
+      .delete(messages)
+      .where(inArray(messages.seq, seqs))
+      .returning({ seq: messages.seq, legacyId: messages.legacyId, queue: messages.queue, state: messages.state })
+      .all();
+    return removed.map((r) => {
+      deltas.add(r.queue, r.state, -1);
+      return { id: idOf(r.seq, r.legacyId), queue: r.queue, state: r.state };
+    });
+  }
+
   return {
-    /** Inserts a pending row; false when a live row already holds its dedupe key. */
-    insert(row: NewMessage): boolean {
-      return insert.run(row).changes === 1;
+    /** Inserts a pending row; its seq, or undefined when a live row already holds its dedupe key. */
+    insert(row: NewMessage): number | undefined {
+      const c = row.context;
+      const info = insert.run(
+        row.queue,
+        row.payload,
+        c.failures,
+        c.attempt,
+        c.deliveries,
+        c.crashes,
+        c.visibleAt,
+        c.leaseExpiresAt,
+        c.lastError === null ? null : JSON.stringify(c.lastError),
+        row.priority,
+        row.ready,
+        row.dedupeKey,
+        row.now,
+        row.now,
+      );
+      if (info.changes !== 1) return undefined;
+      deltas.add(row.queue, 'pending', 1);
+      return Number(info.lastInsertRowid);
     },
     /** The id of the live message holding `key` in `queue`. */
     liveIdByKey(queue: string, key: string): string | undefined {
-      return (liveByKey.get(queue, key) as { id: string } | undefined)?.id;
+      return liveByKey.get(queue, key) as string | undefined;
     },
-    /** Pending plus in-flight messages of a queue. */
+    /** Pending plus in-flight messages of a queue, this transaction's changes included. */
     countLive(queue: string): number {
-      return (countLive.get(queue) as { n: number }).n;
+      let n = 0;
+      for (const state of LIVE) n += ((countIn.get(queue, state) as number | undefined) ?? 0) + deltas.pending(queue, state);
+      return n;
     },
     /** Records a queue name (idempotent). */
     addQueue(name: string, now: number): void {
@@ -145,31 +187,58 @@ export function createRepository(db: DbHandle) {
     },
     /** Every queue ever sent to. */
     queueNames(): string[] {
-      return (listQueues.all() as { name: string }[]).map((r) => r.name);
+      return listQueues.all() as string[];
     },
     /** Marks delayed rows whose time has come as ready; returns the queues that got some. */
     promoteDue(now: number): Set<string> {
-      return new Set((promote.all(now) as { queue: string }[]).map((r) => r.queue));
+      return new Set(promote.all(now) as string[]);
     },
     /** The earliest visible-at among delayed pending rows. */
     nextDelayedAt(): number | null {
-      return (nextDelayed.get() as { at: number | null }).at;
+      return (nextDelayed.get() as number | null | undefined) ?? null;
     },
     /** Up to `limit` ready pending rows of `queue`, in claim order. */
     candidates(queue: string, limit: number): MessageRow[] {
       return candidates.all(queue, limit) as MessageRow[];
     },
     /** Applies a fenced transition; false when the row moved on (stale attempt). */
-    write(change: RowTransition): boolean {
-      return write.run(change).changes === 1;
+    write(t: RowTransition): boolean {
+      const c = t.context;
+      const done = t.state === 'dead' || t.state === 'done';
+      const changed =
+        write.run(
+          t.state,
+          c.failures,
+          c.attempt,
+          c.deliveries,
+          c.crashes,
+          c.visibleAt,
+          c.leaseExpiresAt,
+          c.lastError === null ? null : JSON.stringify(c.lastError),
+          c.visibleAt <= t.now ? 1 : 0,
+          t.leaseToken,
+          t.owner,
+          done ? t.now : null,
+          t.now,
+          t.seq,
+          t.expectState,
+          t.expectToken,
+        ).changes === 1;
+      if (changed && t.state !== t.expectState) {
+        deltas.add(t.queue, t.expectState, -1);
+        deltas.add(t.queue, t.state, 1);
+      }
+      return changed;
     },
     /** Marks an in-flight row as abandoned by a graceful stop (not a crash) for the next recovery. */
     markAbandoned(seq: number, token: string): boolean {
       return abandon.run(seq, token).changes === 1;
     },
     /** Deletes a row if still in `state` under `token`; false when stale. */
-    remove(seq: number, state: MessageState, token: string | null): boolean {
-      return remove.run(seq, state, token).changes === 1;
+    remove(seq: number, queue: string, state: MessageState, token: string | null): boolean {
+      const removed = remove.run(seq, state, token).changes === 1;
+      if (removed) deltas.add(queue, state, -1);
+      return removed;
     },
     /** In-flight rows (for boot recovery), through the partial index: no table scan at boot. */
     inflight(limit: number): MessageRow[] {
@@ -177,15 +246,12 @@ export function createRepository(db: DbHandle) {
     },
     /** One message by id. */
     byId(id: string): MessageRow | undefined {
-      return byId.get(id) as MessageRow | undefined;
+      const seq = seqOf(id);
+      return (seq === undefined ? byLegacyId.get(id) : bySeq.get(seq)) as MessageRow | undefined;
     },
-    /** Row counts per queue and state. */
+    /** Row counts per queue and state (states with none left out). */
     counts(): { queue: string; state: MessageState; n: number }[] {
-      return orm
-        .select({ queue: messages.queue, state: messages.state, n: sql<number>`count(*)` })
-        .from(messages)
-        .groupBy(messages.queue, messages.state)
-        .all();
+      return counts.all() as { queue: string; state: MessageState; n: number }[];
     },
     /** Rows in a state, optionally of one queue, oldest first. */
     listByState(state: MessageState, queue: string | undefined, limit: number): MessageRow[] {
@@ -199,22 +265,26 @@ export function createRepository(db: DbHandle) {
     },
     /** Deletes up to `limit` rows of `queue` in the given states; returns them. */
     purgeBatch(queue: string, states: MessageState[], limit: number): RemovedRow[] {
-      const sub = orm
+      const seqs = orm
         .select({ seq: messages.seq })
         .from(messages)
         .where(and(eq(messages.queue, queue), inArray(messages.state, states)))
-        .limit(limit);
-      return orm.delete(messages).where(inArray(messages.seq, sub)).returning(removedColumns).all();
+        .limit(limit)
+        .all()
+        .map((r) => r.seq);
+      return deleteReturning(seqs);
     },
     /** Deletes up to `limit` rows in `state` finished before `before`; returns them. */
     sweepBatch(state: 'done' | 'dead', before: number, limit: number): RemovedRow[] {
-      const sub = orm
+      const seqs = orm
         .select({ seq: messages.seq })
         .from(messages)
         .where(and(eq(messages.state, state), sql`${messages.finishedAt} IS NOT NULL`, sql`${messages.finishedAt} < ${before}`))
         .orderBy(asc(messages.finishedAt))
-        .limit(limit);
-      return orm.delete(messages).where(inArray(messages.seq, sub)).returning(removedColumns).all();
+        .limit(limit)
+        .all()
+        .map((r) => r.seq);
+      return deleteReturning(seqs);
     },
     /** The stored overrides document and its version (0 when none was ever written). */
     readOverrides(): { overrides: string; version: number } {
@@ -256,26 +326,25 @@ export function createRepository(db: DbHandle) {
   };
 }
 
-const removedColumns = { id: messages.id, queue: messages.queue, state: messages.state };
-
 const rowSelection = {
   seq: messages.seq,
-  id: messages.id,
+  id: sql<string>`coalesce(${messages.legacyId}, CAST(${messages.seq} AS TEXT))`.as('id'),
   queue: messages.queue,
   payload: messages.payload,
   state: messages.state,
-  snapshot: messages.snapshot,
+  failures: messages.failures,
   attempt: messages.attempt,
   deliveries: messages.deliveries,
-  priority: messages.priority,
+  crashes: messages.crashes,
   visibleAt: messages.visibleAt,
-  leaseToken: messages.leaseToken,
   leaseExpiresAt: messages.leaseExpiresAt,
+  lastError: messages.lastError,
+  priority: messages.priority,
+  leaseToken: messages.leaseToken,
   owner: messages.owner,
   createdAt: messages.createdAt,
   updatedAt: messages.updatedAt,
   finishedAt: messages.finishedAt,
-  lastError: messages.lastError,
 };
 
 /** The repository's type. */

@@ -3,27 +3,53 @@
  * Times are epoch ms, set from the injected clock, never from SQLite's own clock.
  */
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
-/** One row per message, from send until done (deleted) or purged. */
+/**
+ * XState's persisted snapshot of a message, assembled by SQLite from the context columns on every
+ * read: a VIRTUAL generated column, so it can never disagree with the columns, costs no disk, and
+ * a transition writes only the fields that change. Its shape is `getPersistedSnapshot()`'s.
+ */
+const SNAPSHOT_SQL = sql`json_object(
+  'status', CASE WHEN state = 'done' THEN 'done' ELSE 'active' END,
+  'value', state,
+  'historyValue', json_object(),
+  'context', json_object(
+    'failures', failures, 'attempt', attempt, 'deliveries', deliveries, 'crashes', crashes,
+    'visibleAt', visible_at, 'leaseExpiresAt', lease_expires_at, 'lastError', iif(json_valid(last_error), json(last_error), last_error)),
+  'children', json_object())`;
+
+/**
+ * One row per message, from send until done (deleted) or purged. The message machine's context is
+ * stored column by column (failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
+ * last_error), so the claim and the settle rewrite a few integers, not a snapshot document.
+ */
 export const messages = sqliteTable(
   'messages',
   {
-    /** Send sequence: the rowid (max + 1 on insert, so it orders every live row by send). */
-    seq: integer('seq').primaryKey(),
-    id: text('id').notNull(),
+    /**
+     * Send sequence and the message's id (as a decimal string). AUTOINCREMENT: a seq is never
+     * reused, even after the newest row is deleted, so an id never names two messages.
+     */
+    seq: integer('seq').primaryKey({ autoIncrement: true }),
+    /** The UUID id of a message stored before 0.2.0 (null for later ones, whose id is the seq). */
+    legacyId: text('legacy_id'),
     /** The seed's "message type". */
     queue: text('queue').notNull(),
     payload: text('payload').notNull(),
-    /** Always equals json_extract(snapshot, '$.value'): both change in one statement. */
+    /** Always equals json_extract(snapshot, '$.value'): the snapshot is generated from it. */
     state: text('state', { enum: ['pending', 'activating', 'processing', 'dead', 'done'] }).notNull(),
-    snapshot: text('snapshot').notNull(),
-    snapshotVersion: integer('snapshot_version').notNull(),
+    failures: integer('failures').notNull().default(0),
     attempt: integer('attempt').notNull().default(0),
     /** Every hand-out, redeliveries after a crash included (SQS's ApproximateReceiveCount). */
     deliveries: integer('deliveries').notNull().default(0),
-    priority: integer('priority').notNull().default(0),
+    crashes: integer('crashes').notNull().default(0),
     visibleAt: integer('visible_at').notNull(),
+    /** The in-flight deadline: handler timeout, or a pull consumer's visibility deadline. */
+    leaseExpiresAt: integer('lease_expires_at'),
+    /** JSON `{ code, message, stack }` of the last failure. */
+    lastError: text('last_error'),
+    priority: integer('priority').notNull().default(0),
     /**
      * 1 once visible_at has passed. Claims read only ready rows, so delayed rows (of any priority)
      * never sit in the claim index's path; a due delayed row is promoted before each claim.
@@ -31,8 +57,6 @@ export const messages = sqliteTable(
     ready: integer('ready').notNull(),
     /** The receipt of the current claim; a new one on every claim, checked by every settle. */
     leaseToken: text('lease_token'),
-    /** The in-flight deadline: handler timeout, or a pull consumer's visibility deadline. */
-    leaseExpiresAt: integer('lease_expires_at'),
     /** Who holds the lease: null for the push runtime, a consumer id for pull consumers. */
     owner: text('owner'),
     /** Idempotency key (`key:`) or content hash (`content:`), unique per queue while live. */
@@ -41,11 +65,12 @@ export const messages = sqliteTable(
     updatedAt: integer('updated_at').notNull(),
     /** When the row reached done or dead: the clock that retention counts from. */
     finishedAt: integer('finished_at'),
-    /** JSON `{ code, message, stack }` of the last failure. */
-    lastError: text('last_error'),
+    snapshot: text('snapshot').generatedAlwaysAs(SNAPSHOT_SQL, { mode: 'virtual' }),
+    /** The public id, for people reading the table by hand: computed, never stored or indexed. */
+    id: text('id').generatedAlwaysAs(sql`coalesce(legacy_id, CAST(seq AS TEXT))`, { mode: 'virtual' }),
   },
   (t) => [
-    uniqueIndex('messages_id').on(t.id),
+    uniqueIndex('messages_legacy_id').on(t.legacyId).where(sql`${t.legacyId} IS NOT NULL`),
     // The claim path: one seek per queue, in the exact ORDER BY of the claim, no temp B-tree.
     index('messages_claim')
       .on(t.queue, sql`${t.priority} DESC`, t.visibleAt, t.seq)
@@ -60,10 +85,23 @@ export const messages = sqliteTable(
     uniqueIndex('messages_dedupe')
       .on(t.queue, t.dedupeKey)
       .where(sql`${t.dedupeKey} IS NOT NULL AND ${t.state} IN ('pending', 'activating', 'processing')`),
-    // Stats, dead-letter listing, retention sweeps.
-    index('messages_queue_state').on(t.queue, t.state),
+    // Dead-letter listing and retention sweeps (done/dead rows only: not on the hot path).
     index('messages_finished').on(t.state, t.finishedAt).where(sql`${t.finishedAt} IS NOT NULL`),
   ],
+);
+
+/**
+ * Rows per queue and state, kept in the same transaction as every change to `messages` (by the
+ * repository, as deltas per transaction): stats and maxPending read here, not a messages index.
+ */
+export const queueCounts = sqliteTable(
+  'queue_counts',
+  {
+    queue: text('queue').notNull(),
+    state: text('state', { enum: ['pending', 'activating', 'processing', 'dead', 'done'] }).notNull(),
+    n: integer('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.state] })],
 );
 
 /** Every queue that has ever been sent to: the claim loop's list of queues. */

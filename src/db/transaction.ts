@@ -5,6 +5,25 @@ import { SpoolError } from '../errors.js';
 /** `immediate` takes the write lock at BEGIN, so a read-then-write cannot race another writer. */
 export type TransactionMode = 'deferred' | 'immediate';
 
+/** Work a connection does around its transactions (the count deltas, see counts.ts). */
+export interface TransactionHooks {
+  /** Last writes of a top-level transaction, inside it, just before COMMIT. */
+  beforeCommit(): void;
+  /** A top-level transaction rolled back: forget what it recorded. */
+  rolledBack(): void;
+  /** What to return to if a savepoint that starts now rolls back. */
+  mark(): unknown;
+  /** A savepoint rolled back to `mark`. */
+  restore(mark: unknown): void;
+}
+
+const hooks = new WeakMap<Database.Database, TransactionHooks>();
+
+/** Registers the hooks of a connection (one set per connection). */
+export function onTransaction(sqlite: Database.Database, transactionHooks: TransactionHooks): void {
+  hooks.set(sqlite, transactionHooks);
+}
+
 /**
  * Runs `fn` in a transaction and returns its result. A callback that returns a thenable is a bug
  * (an async callback would commit at its first await and run the rest outside the transaction):
@@ -12,8 +31,24 @@ export type TransactionMode = 'deferred' | 'immediate';
  */
 export function runTransaction<T>(sqlite: Database.Database, fn: () => T, mode: TransactionMode = 'immediate'): T {
   const runner = runnerFor(sqlite);
-  if (!sqlite.inTransaction) counts.set(sqlite, (counts.get(sqlite) ?? 0) + 1);
-  return (mode === 'immediate' ? runner.immediate(fn) : runner.deferred(fn)) as T;
+  if (sqlite.inTransaction) {
+    // Nested: better-sqlite3 makes it a SAVEPOINT; if it rolls back, so do its hooks' records.
+    const h = hooks.get(sqlite);
+    const mark = h?.mark();
+    try {
+      return runner.deferred(fn, false) as T;
+    } catch (error) {
+      h?.restore(mark);
+      throw error;
+    }
+  }
+  counts.set(sqlite, (counts.get(sqlite) ?? 0) + 1);
+  try {
+    return (mode === 'immediate' ? runner.immediate(fn, true) : runner.deferred(fn, true)) as T;
+  } catch (error) {
+    hooks.get(sqlite)?.rolledBack();
+    throw error;
+  }
 }
 
 const counts = new WeakMap<Database.Database, number>();
@@ -23,7 +58,7 @@ export function transactionCount(sqlite: Database.Database): number {
   return counts.get(sqlite) ?? 0;
 }
 
-type Runner = Database.Transaction<(fn: () => unknown) => unknown>;
+type Runner = Database.Transaction<(fn: () => unknown, top: boolean) => unknown>;
 // One wrapper per connection: better-sqlite3 builds a new one (and its closures) per
 // transaction() call, which the hot path would otherwise pay on every group commit.
 const runners = new WeakMap<Database.Database, Runner>();
@@ -31,11 +66,12 @@ const runners = new WeakMap<Database.Database, Runner>();
 function runnerFor(sqlite: Database.Database): Runner {
   let runner = runners.get(sqlite);
   if (!runner) {
-    runner = sqlite.transaction((fn: () => unknown) => {
+    runner = sqlite.transaction((fn: () => unknown, top: boolean) => {
       const result = fn();
       if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
         throw new SpoolError('INVALID_ARGUMENT', 'A transaction callback returned a promise; transactions must be synchronous');
       }
+      if (top) hooks.get(sqlite)?.beforeCommit();
       return result;
     });
     runners.set(sqlite, runner);
@@ -45,7 +81,6 @@ function runnerFor(sqlite: Database.Database): Runner {
 
 /** Runs `fn` inside a savepoint of the current transaction; its writes roll back alone if it throws. */
 export function runSavepoint<T>(sqlite: Database.Database, fn: () => T): T {
-  // A nested better-sqlite3 transaction is a SAVEPOINT.
   return runTransaction(sqlite, fn, 'deferred');
 }
 

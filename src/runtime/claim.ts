@@ -7,18 +7,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StoredError } from '../../machines/message.machine.js';
-import { stateOf, type MessageSnapshot } from '../../machines/stepper.js';
+import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
 import { monotonicNow } from '../clock.js';
 import type { MessageRow } from '../db/repository.js';
 import { policyFor } from '../settings/schema.js';
-import { deadLetter, decodeSnapshot, transitionRow } from './message-codec.js';
+import { deadLetter, rowState, transitionRow } from './message-codec.js';
 import type { Pools } from './pools.js';
 import type { QueueTracker } from './queues.js';
 import type { ClaimResult, Inflight, SupervisorDeps } from './types.js';
 
 /** Creates the claim over the runtime's parts; `active()` says whether claiming is allowed now. */
 export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueTracker, active: () => boolean) {
-  const { repo, stepper, clock, settings, consumers } = deps;
+  const { repo, clock, settings, consumers } = deps;
 
   function claim(): ClaimResult | null {
     pools.applyReleases();
@@ -77,34 +77,33 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
   }
 
   function claimRow(row: MessageRow, pool: string, now: number, result: ClaimResult) {
-    let pending: MessageSnapshot;
+    let pending: MessageMachineState;
     let payload: unknown;
     try {
-      pending = decodeSnapshot(stepper, row);
+      pending = rowState(row);
       payload = JSON.parse(row.payload);
     } catch (error) {
       return corrupt(row, error, now, result);
     }
     const policy = policyFor(settings.get(), row.queue);
-    const activating = stepper.step(pending, { type: 'CLAIM', at: now });
+    const activating = machine.step(pending, { type: 'CLAIM', at: now });
     if (!consumers.has(row.queue)) {
       const error: StoredError = { code: 'NO_CONSUMER', message: `No consumer is registered for queue "${row.queue}"` };
       const drop = settings.get().noConsumer === 'delete';
-      const next = stepper.step(activating, drop ? { type: 'DROP', at: now } : { type: 'REJECT', at: now, error });
+      const next = machine.step(activating, drop ? { type: 'DROP', at: now } : { type: 'REJECT', at: now, error });
       const ok = drop
-        ? repo.remove(row.seq, 'pending', null)
-        : repo.write(transitionRow(stepper, row.seq, { state: 'pending', token: null }, next, { token: null, owner: null }, now));
-      if (ok) result.dispositions.push({ row, to: stateOf(next), attempt: next.context.attempt, error });
+        ? repo.remove(row.seq, row.queue, 'pending', null)
+        : repo.write(transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now));
+      if (ok) result.dispositions.push({ row, to: next.value, attempt: next.context.attempt, error });
       return;
     }
     // The row keeps the wall-clock deadline (other processes read it); this process times the
     // handler on the monotonic clock, so an NTP step back cannot stretch a 300 ms timeout by hours.
     const leaseExpiresAt = policy.timeoutMs === null ? null : now + policy.timeoutMs;
     const deadline = policy.timeoutMs === null ? null : monotonicNow(clock) + policy.timeoutMs;
-    const processing = stepper.step(activating, { type: 'START', at: now, leaseExpiresAt });
+    const processing = machine.step(activating, { type: 'START', at: now, leaseExpiresAt });
     const token = randomUUID();
-    const persisted = stepper.persist(processing);
-    const ok = repo.write(transitionRow(stepper, row.seq, { state: 'pending', token: null }, processing, { token, owner: null }, now, persisted));
+    const ok = repo.write(transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: null }, now));
     if (!ok) return;
     const ctx = processing.context;
     const entry: Inflight = {
@@ -113,7 +112,7 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
       queue: row.queue,
       pool,
       token,
-      snapshot: processing,
+      state: processing,
       actor: undefined,
       controller: undefined,
       deadline,
@@ -129,15 +128,15 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
         createdAt: row.createdAt,
       },
     };
-    result.claimed.push({ row, persisted, entry });
+    result.claimed.push({ row, entry });
   }
 
-  /** A row whose snapshot or payload cannot be read goes to dead with CORRUPT_ROW. */
+  /** A row whose state or payload cannot be read goes to dead with CORRUPT_ROW. */
   function corrupt(row: MessageRow, cause: unknown, now: number, result: ClaimResult | null): boolean {
     const error: StoredError = { code: 'CORRUPT_ROW', message: `Unreadable row: ${(cause as Error).message}` };
-    // The stored snapshot is unusable, so the machine replays a fresh one to dead.
-    const dead = deadLetter(stepper, row.visibleAt, now, error);
-    const ok = repo.write(transitionRow(stepper, row.seq, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now));
+    // The stored state is unusable, so the machine replays a fresh one to dead.
+    const dead = deadLetter(row.visibleAt, now, error);
+    const ok = repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now));
     if (ok && result) result.dispositions.push({ row, to: 'dead', attempt: dead.context.attempt, error });
     return ok;
   }

@@ -1,10 +1,12 @@
 /**
  * The executor: after a claim commits, takes the pool slots, announces each claimed message
- * (pending → activating → processing), activates its actor from the committed snapshot (a virtual
- * actor: the row is the truth) and runs its handler with an AbortSignal. A handler's return or
+ * (pending → activating → processing), activates its actor from the committed state when an
+ * inspector is attached (a virtual actor: the row is the truth) and runs its handler with an
+ * AbortSignal. A handler's return or
  * throw, synchronous or not, goes to settle by one path.
  */
 import { createActor } from 'xstate';
+import { compiledMessageMachine as machine } from '../../machines/compiled.js';
 import { messageMachine } from '../../machines/message.machine.js';
 import { crashPoint } from '../crash-points.js';
 import { messageOf, toStoredError } from '../errors.js';
@@ -43,7 +45,7 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
     const at = clock.now();
     for (const d of result.dispositions) {
       // A message without a consumer really went through activating (the machine's path); a
-      // corrupt row's stored snapshot was unreadable, so it is announced as one step.
+      // corrupt row's stored state was unreadable, so it is announced as one step.
       if (d.error.code === 'NO_CONSUMER') announce.state(d.row.id, d.row.queue, 'pending', 'activating', d.attempt, at);
       announce.error(d.row.id, d.row.queue, d.error, at);
       announce.state(d.row.id, d.row.queue, d.error.code === 'NO_CONSUMER' ? 'activating' : 'pending', d.to, d.attempt, at);
@@ -75,11 +77,14 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
   function launch(c: Claimed, at: number) {
     const { entry } = c;
     leases.add(entry);
-    // Activate the message's actor from its committed snapshot (a virtual actor: the row is the
-    // truth). Replaying CLAIM and START on it would recompute what the claim already committed.
-    const live = createActor(messageMachine, { snapshot: c.persisted as never, input: { visibleAt: 0 }, inspect, id: entry.id });
-    live.start();
-    entry.actor = live;
+    if (inspect) {
+      // Someone is looking: activate a live actor from the committed state (a virtual actor, the
+      // row is the truth). Replaying CLAIM and START would recompute what the claim committed.
+      // Without an observer nobody could tell a live actor from the row, so none is made.
+      const live = createActor(messageMachine, { snapshot: machine.persist(entry.state) as never, input: { visibleAt: 0 }, inspect, id: entry.id });
+      live.start();
+      entry.actor = live;
+    }
     announce.state(entry.id, entry.queue, 'pending', 'activating', entry.message.attempt, at);
     announce.state(entry.id, entry.queue, 'activating', 'processing', entry.message.attempt, at);
     leases.watchDeadline(entry);

@@ -1,70 +1,66 @@
-/** Between rows and the machine: the columns a snapshot implies, and the public message view. */
-import { MESSAGE_SNAPSHOT_VERSION, type MessageState, type StoredError } from '../../machines/message.machine.js';
-import { stateOf, type MessageSnapshot, type MessageStepper, type PersistedMessage } from '../../machines/stepper.js';
+/** Between rows and the machine: a row's machine state, the columns a transition writes, the public view. */
+import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
+import type { MessageContext, MessageState, StoredError } from '../../machines/message.machine.js';
 import type { MessageRow, RowTransition } from '../db/repository.js';
+
+const STATES = new Set<string>(machine.states.map((s) => s.value));
 
 /** The columns of a transition to `next`, fenced on the row's current state and token. */
 export function transitionRow(
-  stepper: MessageStepper,
-  seq: number,
+  row: { seq: number; queue: string },
   expect: { state: MessageState; token: string | null },
-  next: MessageSnapshot,
+  next: MessageMachineState,
   lease: { token: string | null; owner: string | null },
   now: number,
-  persisted: PersistedMessage = stepper.persist(next),
 ): RowTransition {
-  const ctx = next.context;
-  const state = stateOf(next);
   return {
-    seq,
+    seq: row.seq,
+    queue: row.queue,
     expectState: expect.state,
     expectToken: expect.token,
-    state,
-    snapshot: JSON.stringify({ v: MESSAGE_SNAPSHOT_VERSION, ...persisted }),
-    attempt: ctx.attempt,
-    deliveries: ctx.deliveries,
-    visibleAt: ctx.visibleAt,
-    ready: ctx.visibleAt <= now ? 1 : 0,
+    state: next.value,
+    context: next.context,
     leaseToken: lease.token,
-    leaseExpiresAt: ctx.leaseExpiresAt,
     owner: lease.owner,
-    finishedAt: state === 'dead' || state === 'done' ? now : null,
-    lastError: ctx.lastError ? JSON.stringify(ctx.lastError) : null,
     now,
   };
 }
 
-/** The snapshot column of a new pending message. */
-export function encodeSnapshot(stepper: MessageStepper, snapshot: MessageSnapshot): string {
-  return JSON.stringify({ v: MESSAGE_SNAPSHOT_VERSION, ...stepper.persist(snapshot) });
+/**
+ * A row's machine state; throws on anything the machine could not have written (a state it does
+ * not have, a count that is not a count, an unreadable lastError): such a row is corrupt.
+ */
+export function rowState(row: MessageRow): MessageMachineState {
+  if (!STATES.has(row.state)) throw new Error(`the row's state ${JSON.stringify(row.state)} is not a state of the message machine`);
+  for (const key of ['failures', 'attempt', 'deliveries', 'crashes'] as const) {
+    // A mistyped count would step to NaN, whose write fails inside the claim transaction and
+    // stalls the whole queue; such a row is corrupt like any other.
+    if (!Number.isInteger(row[key]) || row[key] < 0) throw new Error(`the row's ${key} is ${JSON.stringify(row[key])}, not a count`);
+  }
+  if (!Number.isFinite(row.visibleAt)) throw new Error(`the row's visible_at is ${JSON.stringify(row.visibleAt)}, not a time`);
+  if (row.leaseExpiresAt !== null && !Number.isFinite(row.leaseExpiresAt)) throw new Error("the row's lease_expires_at is not a time or null");
+  let lastError: StoredError | null = null;
+  if (row.lastError !== null) {
+    const parsed = JSON.parse(row.lastError) as { code?: unknown } | null;
+    if (parsed === null || typeof parsed !== 'object' || typeof parsed.code !== 'string') throw new Error("the row's last_error is not a stored error");
+    lastError = parsed as StoredError;
+  }
+  const context: MessageContext = {
+    failures: row.failures,
+    attempt: row.attempt,
+    deliveries: row.deliveries,
+    crashes: row.crashes,
+    visibleAt: row.visibleAt,
+    leaseExpiresAt: row.leaseExpiresAt,
+    lastError,
+  };
+  return { value: row.state, context };
 }
 
-/** Parses a snapshot column; throws on anything that is not a snapshot this version can read. */
-export function decodeSnapshot(stepper: MessageStepper, row: Pick<MessageRow, 'snapshot' | 'state'>): MessageSnapshot {
-  const parsed = JSON.parse(row.snapshot) as { v?: unknown; value?: unknown; context?: unknown };
-  if (parsed === null || typeof parsed !== 'object') throw new Error('the snapshot is not a JSON object');
-  if (parsed.v !== MESSAGE_SNAPSHOT_VERSION) throw new Error(`unknown snapshot version ${String(parsed.v)}`);
-  if (parsed.value !== row.state) throw new Error(`the snapshot says ${String(parsed.value)} but the row says ${row.state}`);
-  if (parsed.context === null || typeof parsed.context !== 'object') throw new Error('the snapshot has no context');
-  // A context with a missing or mistyped field would step to NaN counts, whose write fails inside
-  // the claim transaction and stalls the whole queue; such a row is corrupt like any other.
-  const ctx = parsed.context as Record<string, unknown>;
-  for (const key of ['failures', 'attempt', 'deliveries', 'crashes']) {
-    if (!Number.isInteger(ctx[key]) || (ctx[key] as number) < 0) throw new Error(`the snapshot's context.${key} is ${JSON.stringify(ctx[key])}, not a count`);
-  }
-  if (!Number.isFinite(ctx.visibleAt)) throw new Error(`the snapshot's context.visibleAt is ${JSON.stringify(ctx.visibleAt)}, not a time`);
-  if (ctx.leaseExpiresAt !== null && !Number.isFinite(ctx.leaseExpiresAt)) throw new Error("the snapshot's context.leaseExpiresAt is not a time or null");
-  if (ctx.lastError !== null && (typeof ctx.lastError !== 'object' || typeof (ctx.lastError as { code?: unknown }).code !== 'string')) {
-    throw new Error("the snapshot's context.lastError is not a stored error or null");
-  }
-  const { v: _v, ...persisted } = parsed;
-  return stepper.restore(persisted);
-}
-
-/** A fresh dead-letter snapshot, for a row whose own snapshot is unreadable. */
-export function deadLetter(stepper: MessageStepper, visibleAt: number, now: number, error: StoredError): MessageSnapshot {
-  const fresh = stepper.initial({ visibleAt });
-  return stepper.step(stepper.step(fresh, { type: 'CLAIM', at: now }), { type: 'REJECT', at: now, error });
+/** A fresh dead letter's state, for a row whose own state is unreadable: the machine replays it. */
+export function deadLetter(visibleAt: number, now: number, error: StoredError): MessageMachineState {
+  const claimed = machine.step(machine.initial({ visibleAt }), { type: 'CLAIM', at: now });
+  return machine.step(claimed, { type: 'REJECT', at: now, error });
 }
 
 /** What `spool.get(id)` returns. */

@@ -5,18 +5,18 @@
  * (`owner = 'stopped'`) is recovered without counting a crash. Unreadable rows go to dead.
  */
 import type { MessageState, StoredError } from '../../machines/message.machine.js';
-import { stateOf, type MessageSnapshot } from '../../machines/stepper.js';
+import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
 import { crashPoint } from '../crash-points.js';
 import { ABANDONED, type MessageRow } from '../db/repository.js';
 import { runTransaction } from '../db/transaction.js';
 import { policyFor } from '../settings/schema.js';
 import type { Claimer } from './claim.js';
-import { decodeSnapshot, transitionRow } from './message-codec.js';
+import { rowState, transitionRow } from './message-codec.js';
 import type { Announcer, SupervisorDeps } from './types.js';
 
 /** Runs boot recovery; throws a raw SQLITE_BUSY (retried by the caller) having changed nothing. */
 export function recover(deps: SupervisorDeps, claimer: Claimer, announce: Announcer): { pending: number; dead: number } {
-  const { repo, stepper, clock, events, settings } = deps;
+  const { repo, clock, events, settings } = deps;
   const now = clock.now();
   const announced: { row: MessageRow; to: MessageState; attempt: number; error: StoredError | null }[] = [];
   runTransaction(deps.sqlite, () => {
@@ -24,9 +24,9 @@ export function recover(deps: SupervisorDeps, claimer: Claimer, announce: Announ
       const rows = repo.inflight(500);
       if (rows.length === 0) break;
       for (const row of rows) {
-        let snapshot: MessageSnapshot;
+        let state: MessageMachineState;
         try {
-          snapshot = decodeSnapshot(stepper, row);
+          state = rowState(row);
         } catch (error) {
           claimer.corrupt(row, error, now, null);
           announced.push({ row, to: 'dead', attempt: row.attempt, error: { code: 'CORRUPT_ROW', message: (error as Error).message } });
@@ -34,9 +34,9 @@ export function recover(deps: SupervisorDeps, claimer: Claimer, announce: Announ
         }
         const { maxCrashes } = policyFor(settings.get(), row.queue);
         const crashed = row.owner !== ABANDONED;
-        const next = stepper.step(snapshot, { type: 'RECOVER', at: now, maxCrashes, crashed });
-        repo.write(transitionRow(stepper, row.seq, { state: row.state, token: row.leaseToken }, next, { token: null, owner: null }, now));
-        const to = stateOf(next);
+        const next = machine.step(state, { type: 'RECOVER', at: now, maxCrashes, crashed });
+        repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, next, { token: null, owner: null }, now));
+        const to = next.value;
         announced.push({ row, to, attempt: next.context.attempt, error: next.context.lastError?.code === 'CRASH_LOOP' && to === 'dead' ? next.context.lastError : null });
         crashPoint('recovery.midway');
       }

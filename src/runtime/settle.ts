@@ -6,7 +6,7 @@
  */
 import type { MessageEvent } from '../../machines/message.machine.js';
 import { backoffDelay } from '../../machines/retry-policy.js';
-import { stateOf } from '../../machines/stepper.js';
+import { compiledMessageMachine as machine } from '../../machines/compiled.js';
 import { crashPoint } from '../crash-points.js';
 import { policyFor } from '../settings/schema.js';
 import type { Outcome } from './handler.js';
@@ -26,7 +26,7 @@ export interface SettleParts {
 
 /** Creates the settle step. */
 export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
-  const { repo, committer, stepper, clock, events, settings } = deps;
+  const { repo, committer, clock, events, settings } = deps;
   const { leases, announce } = parts;
 
   function settle(entry: Inflight, outcome: Outcome) {
@@ -39,16 +39,16 @@ export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
     parts.release(entry);
     const now = clock.now();
     const event = eventFor(entry, outcome, now);
-    const next = stepper.step(entry.snapshot, event);
-    const to = stateOf(next);
+    const next = machine.step(entry.state, event);
+    const to = next.value;
     const keepDone = settings.get().retention.doneMs > 0;
     committer.enqueue({
       kind: 'transition',
       run: () => {
         if (to === 'done') crashPoint('complete.beforeCommit');
         return to === 'done' && !keepDone
-          ? repo.remove(entry.seq, 'processing', entry.token)
-          : repo.write(transitionRow(stepper, entry.seq, { state: 'processing', token: entry.token }, next, { token: null, owner: null }, now));
+          ? repo.remove(entry.seq, entry.queue, 'processing', entry.token)
+          : repo.write(transitionRow(entry, { state: 'processing', token: entry.token }, next, { token: null, owner: null }, now));
       },
       committed: (ok) => {
         leases.delete(entry);
@@ -88,7 +88,7 @@ export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
         return { type: 'DEFER', at: now, retryAt: now + outcome.delayMs };
       case 'fail': {
         const policy = policyFor(settings.get(), entry.queue);
-        const delay = backoffDelay(policy.backoff, entry.snapshot.context.failures + 1, deps.random);
+        const delay = backoffDelay(policy.backoff, entry.state.context.failures + 1, deps.random);
         return { type: 'FAIL', at: now, error: outcome.error, maxAttempts: policy.maxAttempts, retryAt: now + delay };
       }
     }

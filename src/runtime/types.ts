@@ -2,7 +2,7 @@
 import type Database from 'better-sqlite3';
 import type { InspectionEvent, Observer } from 'xstate';
 import type { MessageState, StoredError } from '../../machines/message.machine.js';
-import type { MessageSnapshot, MessageStepper, PersistedMessage } from '../../machines/stepper.js';
+import type { MessageMachineState } from '../../machines/compiled.js';
 import type { Clock } from '../clock.js';
 import type { MessageRow, Repository } from '../db/repository.js';
 import type { EventBus } from '../events.js';
@@ -20,7 +20,6 @@ export interface SupervisorDeps {
   sqlite: Database.Database;
   repo: Repository;
   committer: Committer;
-  stepper: MessageStepper;
   clock: Clock;
   events: EventBus;
   settings: SettingsRuntime;
@@ -36,7 +35,8 @@ export interface Inflight {
   queue: string;
   pool: string;
   token: string;
-  snapshot: MessageSnapshot;
+  /** The committed `processing` state (the row's context). */
+  state: MessageMachineState;
   actor: ActorRefFrom<typeof messageMachine> | undefined;
   /** Created on first use of `signal`: most handlers never read it. */
   controller: AbortController | undefined;
@@ -51,8 +51,6 @@ export interface Inflight {
 /** A row the claim moved to processing, with what launching it needs. */
 export interface Claimed {
   row: MessageRow;
-  /** The committed `processing` snapshot, persisted form: the live actor is restored from it. */
-  persisted: PersistedMessage;
   entry: Inflight;
 }
 

@@ -1,6 +1,6 @@
 /**
- * Corrupt rows: a payload or snapshot hand-edited into something Spool cannot read, through a
- * second connection, goes to dead with CORRUPT_ROW (a message.error event says so) while every
+ * Corrupt rows: a payload or a context column hand-edited into something Spool cannot read,
+ * through a second connection, goes to dead with CORRUPT_ROW (a message.error event says so) while every
  * other message flows on. Covered at claim (pending rows) and at boot recovery (in-flight rows).
  */
 import { describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ const spools = useTempSpools();
 function edit() {
   const conn = spools.connect();
   return {
-    set(id: string, column: 'payload' | 'snapshot', value: string) {
+    set(id: string, column: Column, value: unknown) {
       expect(conn.prepare(`UPDATE messages SET ${column} = ? WHERE id = ?`).run(value, id).changes).toBe(1);
     },
     row: (id: string) =>
@@ -26,27 +26,20 @@ function edit() {
   };
 }
 
+type Column = 'payload' | 'failures' | 'attempt' | 'crashes' | 'visible_at' | 'lease_expires_at' | 'last_error';
+
 /** Each corruption an operator or a bad disk could leave behind. */
-const CORRUPTIONS: { name: string; column: 'payload' | 'snapshot'; value: string }[] = [
+const CORRUPTIONS: { name: string; column: Column; value: unknown }[] = [
   { name: 'payload that is not JSON', column: 'payload', value: '{"to": "a@b.c", ' },
   { name: 'empty payload', column: 'payload', value: '' },
-  { name: 'snapshot that is not JSON', column: 'snapshot', value: 'not a snapshot' },
-  { name: 'snapshot that is JSON null', column: 'snapshot', value: 'null' },
-  { name: 'snapshot of an unknown version', column: 'snapshot', value: JSON.stringify({ v: 99, value: 'pending', context: {} }) },
-  { name: 'snapshot whose state disagrees with the row', column: 'snapshot', value: JSON.stringify({ v: 1, value: 'dead', status: 'active', context: {} }) },
-  { name: 'snapshot without a context', column: 'snapshot', value: JSON.stringify({ v: 1, value: 'pending', status: 'active' }) },
-  // Well-formed at the top level, but the counts would step to NaN: once, this stalled the queue.
-  { name: 'snapshot with an empty context', column: 'snapshot', value: JSON.stringify({ v: 1, value: 'pending', status: 'active', context: {} }) },
-  {
-    name: 'snapshot with a mistyped count',
-    column: 'snapshot',
-    value: JSON.stringify({
-      v: 1,
-      value: 'pending',
-      status: 'active',
-      context: { failures: 'x', attempt: 0, deliveries: 0, crashes: 0, visibleAt: 0, leaseExpiresAt: null, lastError: null },
-    }),
-  },
+  // The counts would step to NaN: once, a row like this stalled the whole queue.
+  { name: 'a count that is text', column: 'failures', value: 'x' },
+  { name: 'a negative count', column: 'attempt', value: -1 },
+  { name: 'a fractional count', column: 'crashes', value: 1.5 },
+  { name: 'a visible-at that is text', column: 'visible_at', value: 'soon' },
+  { name: 'a lease deadline that is text', column: 'lease_expires_at', value: 'later' },
+  { name: 'a last error that is not JSON', column: 'last_error', value: 'oops' },
+  { name: 'a last error without a code', column: 'last_error', value: '{"message":"no code"}' },
 ];
 
 describe('corrupt rows', () => {
@@ -86,7 +79,7 @@ describe('corrupt rows', () => {
     expect(await after).toMatchObject({ id });
   });
 
-  it('sends an in-flight row whose snapshot is corrupt to dead at boot recovery and recovers the rest', async () => {
+  it('sends an in-flight row whose state is corrupt to dead at boot recovery and recovers the rest', async () => {
     const first = spools.open();
     const baton = createBaton();
     first.register('jobs', () => baton.enter());
@@ -100,7 +93,7 @@ describe('corrupt rows', () => {
     const editor1 = edit();
     for (const id of inflight) expect(editor1.row(id)!.state).toBe('processing');
     const [victim, ...healthy] = inflight as [string, ...string[]];
-    editor1.set(victim, 'snapshot', '{"v":1,"value":"processing","context":');
+    editor1.set(victim, 'failures', 'not a count');
 
     const second = spools.open();
     const handled: string[] = [];

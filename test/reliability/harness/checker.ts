@@ -11,7 +11,9 @@
  * - I5 fencing: at most one settle to done/dead per message, and a kept final row carries the
  *   delivery count (and the done event the attempt) of its newest delivery, not a stale one.
  * - I6 integrity_check is ok after every child exit; I7 every logged done/dead event is on disk
- *   when the child dies; I8 state = json_extract(snapshot, '$.value') after every child exit.
+ *   when the child dies; I8 the store agrees with itself after every child exit: the per-queue,
+ *   per-state counts in `queue_counts` equal the rows (they are kept by deltas in the same
+ *   transactions), and every snapshot reads back with its row's state and counts.
  *
  * Usage as a script: node --import tsx test/reliability/harness/checker.ts <dir>
  */
@@ -96,7 +98,7 @@ function openDb(path: string): Database.Database | undefined {
 function storeHealth(db: Database.Database): { integrity: string; i8: string[] } {
   const rows = db.pragma('integrity_check') as { integrity_check: string }[];
   const integrity = rows.map((r) => r.integrity_check).join('; ');
-  const i8 = (
+  const snapshotMismatch = (
     db
       .prepare(
         `SELECT id, state, json_extract(snapshot, '$.value') AS value,
@@ -109,6 +111,18 @@ function storeHealth(db: Database.Database): { integrity: string; i8: string[] }
       )
       .all() as { id: string; state: string; value: string; attempt: number; ctxAttempt: number; deliveries: number; ctxDeliveries: number }[]
   ).map((r) => `${r.id}: state=${r.state} snapshot=${r.value} attempt=${r.attempt}/${r.ctxAttempt} deliveries=${r.deliveries}/${r.ctxDeliveries}`);
+  const countMismatch = (
+    db
+      .prepare(
+        `SELECT queue, state, coalesce(c.n, 0) AS counted, coalesce(r.n, 0) AS rows FROM
+           (SELECT queue, state FROM queue_counts UNION SELECT queue, state FROM messages) k
+           LEFT JOIN queue_counts c USING (queue, state)
+           LEFT JOIN (SELECT queue, state, count(*) AS n FROM messages GROUP BY queue, state) r USING (queue, state)
+         WHERE coalesce(c.n, 0) != coalesce(r.n, 0)`,
+      )
+      .all() as { queue: string; state: string; counted: number; rows: number }[]
+  ).map((r) => `queue_counts says ${r.counted} ${r.state} in ${r.queue}, the table holds ${r.rows}`);
+  const i8 = [...snapshotMismatch, ...countMismatch];
   return { integrity, i8 };
 }
 

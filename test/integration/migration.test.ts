@@ -1,0 +1,79 @@
+/**
+ * A database made by Spool 0.1.0 (`test/fixtures/v0.1.0.db`, made by make-v0-db.ts at commit
+ * f98f2f4) migrates at start() with every message intact: ids (the old UUIDs), states, payloads,
+ * counts, priorities, delays, dead letters with their errors, kept done rows, idempotency keys,
+ * settings overrides; the message left in flight by a crash is recovered with its crash counted.
+ */
+import { copyFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { messageMachine } from '../../src/index.js';
+import { reached } from '../helpers/events.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
+import { createTestClock } from '../helpers/test-clock.js';
+
+const FIXTURE = new URL('../fixtures/v0.1.0.db', import.meta.url);
+const ID = {
+  done: '736c98ba-f61f-4a33-9820-f1187b55d6d8',
+  dead: 'cc5061cb-ebe3-4d02-a206-6235fc39a5c2',
+  inflight: '2ae37921-f786-4263-962a-b0f11ebad9aa',
+  pending: '036a6e87-46f2-4f9d-9cc5-c5edd744462a',
+  keyed: '9a96dca8-461d-4b31-8699-a56e671a1f86',
+  delayed: '0d767666-60a4-44cd-bcdf-8ee2611bf786',
+  bulk: ['4a39946b-48d6-4c6d-b468-425364fd4ef3', 'eab66d59-8ccf-4a63-a0ef-be9ca3128fd3', 'ae5a006f-65d7-4d87-b30b-816550fa7bcc'],
+};
+
+const spools = useTempSpools();
+
+describe('migrating a 0.1.0 database', () => {
+  it('keeps every message, id, count and setting, and recovers the message a crash left in flight', async () => {
+    copyFileSync(FIXTURE, spools.path);
+    // The fixture was written on 2026-11-30; a clock just after keeps the delayed message delayed.
+    const clock = createTestClock(1_796_051_700_000);
+    // bulk has no consumer: paused, so the started spool leaves its pending message alone.
+    const spool = spools.open({ clock, config: { retention: { doneMs: 86_400_000 }, queues: { bulk: { paused: true } } } });
+    const recovered = reached(spool.events$, 'pending', 1, 'reports');
+    await spool.start();
+    await recovered;
+
+    expect(await spool.get(ID.done)).toMatchObject({ queue: 'email', state: 'done', payload: { to: 'done@example.com' }, attempt: 1 });
+    expect(await spool.get(ID.dead)).toMatchObject({ queue: 'reports', state: 'dead', lastError: { code: 'NON_RETRYABLE', message: 'cannot render' } });
+    expect(await spool.get(ID.pending)).toMatchObject({ queue: 'email', state: 'pending', priority: 5, payload: { to: 'pending@example.com' } });
+    expect(await spool.get(ID.delayed)).toMatchObject({ state: 'pending' });
+    const delayed = (await spool.get(ID.delayed))!;
+    expect(delayed.visibleAt - delayed.createdAt).toBe(3_600_000);
+    for (const id of ID.bulk.slice(0, 2)) expect(await spool.get(id)).toMatchObject({ queue: 'bulk', state: 'dead', lastError: { code: 'NO_CONSUMER' } });
+    expect(await spool.get(ID.bulk[2]!)).toMatchObject({ queue: 'bulk', state: 'pending' });
+    // The message in flight at the crash went back to pending at start(), with the crash counted.
+    expect(await spool.get(ID.inflight)).toMatchObject({ state: 'pending', attempt: 1, deliveries: 1 });
+    expect(readDb(spools.path, (c) => c.prepare("SELECT crashes FROM messages WHERE legacy_id = ?").pluck().get(ID.inflight))).toBe(1);
+
+    // Settings overrides survived; the idempotency key still holds its live message.
+    expect(spool.settings.get().queues.email).toMatchObject({ executor: { concurrency: 2 }, maxAttempts: 5, paused: true });
+    expect(spool.settings.get().executor.concurrency).toBe(3);
+    expect(await spool.send('email', { other: true }, { key: 'order-1' })).toBe(ID.keyed);
+
+    // Counts come from the migrated rows; new messages get ids after the old seqs.
+    expect((await spool.stats()).queues).toEqual({
+      bulk: { pending: 1, activating: 0, processing: 0, dead: 2, done: 0 },
+      email: { pending: 3, activating: 0, processing: 0, dead: 0, done: 1 },
+      reports: { pending: 1, activating: 0, processing: 0, dead: 1, done: 0 },
+    });
+    const fresh = await spool.send('bulk', { n: 4 });
+    expect(Number(fresh)).toBeGreaterThan(9);
+    // Every snapshot reads back in XState's persisted shape.
+    const snapshots = readDb(spools.path, (c) => c.prepare('SELECT state, snapshot FROM messages').all() as { state: string; snapshot: string }[]);
+    expect(snapshots).toHaveLength(10);
+    for (const { state, snapshot } of snapshots) {
+      const parsed = JSON.parse(snapshot);
+      expect(parsed.value).toBe(state);
+      expect(parsed).toEqual(messageMachine.getPersistedSnapshot(messageMachine.resolveState({ value: parsed.value, context: parsed.context })));
+    }
+
+    // And the migrated messages run: un-pause email and let it drain.
+    spool.register('email', () => {});
+    const drained = reached(spool.events$, 'done', 2, 'email');
+    await spool.settings.update({ queues: { email: { paused: false } } });
+    await drained;
+  });
+});
