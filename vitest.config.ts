@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     exclude: ['test/bench/**', 'node_modules/**'],
     pool: 'forks',
+    // The CLI and example tests spawn the package build (dist/): rebuilt here when a source changed.
+    globalSetup: ['test/setup/build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // In CI a JSON report as well, so .ci/run can print one plain "N passed, N failed" line.
