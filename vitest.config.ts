@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/bench/**', 'node_modules/**'],
+    // test/package/ (npm pack + install into a fresh app) runs apart: npm run test:package.
+    exclude: ['test/bench/**', 'test/package/**', 'node_modules/**'],
     pool: 'forks',
     // The CLI and example tests spawn the package build (dist/): rebuilt here when a source changed.
     globalSetup: ['test/setup/build.ts'],
