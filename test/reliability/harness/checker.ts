@@ -140,7 +140,13 @@ export function readEventsSince(path: string, offset: number): { lines: EventLin
  */
 export function checkAfterExit(dir: string, run: number, events: EventLine[]): CheckLine {
   const files = filesIn(dir);
-  const db = openDb(files.db);
+  let db = openDb(files.db);
+  // A kill between the file's creation and the first migration's commit (the first run, killed
+  // early) leaves a file without tables: like no file, nothing can have been stored yet.
+  if (db && !db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").get()) {
+    db.close();
+    db = undefined;
+  }
   if (!db) {
     const line: CheckLine = { r: run, integrity: 'ok', i8: [], i7: [] };
     appendFileSync(files.checks, `${JSON.stringify(line)}\n`);
