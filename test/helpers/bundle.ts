@@ -25,8 +25,7 @@ const bundles = new Map<string, string>();
 
 /**
  * The path of a plain-JS ESM bundle of the TypeScript entry `entry` (a path), built on first use in
- * this process. Run it with `node <path> ...args`; stack traces point into the sources when node
- * runs with `--enable-source-maps` (see NODE_CHILD_FLAGS).
+ * this process. Run it with `node ...NODE_CHILD_FLAGS <path> ...args`.
  */
 export function bundledEntry(entry: string): string {
   const file = resolve(entry);
@@ -59,5 +58,9 @@ export function bundledEntry(entry: string): string {
   return path;
 }
 
-/** Node flags for a bundled child: source-mapped stack traces, so a child's stderr names .ts lines. */
-export const NODE_CHILD_FLAGS = ['--enable-source-maps'];
+/**
+ * Node flags for a bundled child. Stack traces name bundle lines (each module is marked with its
+ * source path in the bundle); SPOOL_CHILD_SOURCE_MAPS=1 maps them to the .ts sources, at about
+ * 0.3 s more per child start, which is why it is off by default.
+ */
+export const NODE_CHILD_FLAGS = process.env.SPOOL_CHILD_SOURCE_MAPS === '1' ? ['--enable-source-maps'] : [];
