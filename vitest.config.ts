@@ -3,8 +3,11 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/bench/**', 'node_modules/**'],
+    // test/package/ (npm pack + install into a fresh app) runs apart: npm run test:package.
+    exclude: ['test/bench/**', 'test/package/**', 'node_modules/**'],
     pool: 'forks',
+    // The CLI and example tests spawn the package build (dist/): rebuilt here when a source changed.
+    globalSetup: ['test/setup/build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // In CI a JSON report as well, so .ci/run can print one plain "N passed, N failed" line.

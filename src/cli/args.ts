@@ -5,7 +5,7 @@ import { SpoolError } from '../errors.js';
 /** The help text, printed by `spool --help`. */
 export const USAGE = `Usage: spool <command> [options]
 
-Commands:
+Settings and counts:
   spool settings get --db <file> [--config <file>] [--explain]
       Prints the effective settings as JSON. Without --config they are the built-in defaults plus
       the overrides stored in the database. --explain prints, for each leaf, the layer it came from
@@ -19,24 +19,55 @@ Commands:
   spool stats --db <file> [--config <file>]
       Prints message counts per queue and state, and the pool limits, as JSON.
 
+Messages:
+  spool dead --db <file> [--queue <q>] [--limit <n>]
+      Prints the dead letters (oldest first, each with its lastError) of one queue or of all, at
+      most --limit of them (default 1000).
+  spool get --db <file> <id>
+      Prints one message, or null when there is none (done messages are deleted unless
+      retention.doneMs keeps them).
+  spool requeue --db <file> (<id> | --queue <q> | --all)
+      Sends dead letters back to pending with their attempts reset: one message, every dead letter
+      of a queue, or every dead letter. Prints {"requeued": n}.
+  spool purge --db <file> --queue <q> --state pending|dead|done [--yes]
+      Deletes every message of the queue in that state and prints {"purged": n}. When stdout is a
+      terminal it refuses to run without --yes.
+  spool send --db <file> --queue <q> '<json>'
+      Stores one message with that JSON value as its payload and prints {"id": "..."}.
+
 These commands take no owner lock: they work while another process runs the spool on that file,
-which picks a change up within one processor.pollIntervalMs.
+which picks a change up within one processor.pollIntervalMs. Only settings update creates a
+missing file; the others refuse it. requeue and purge of many rows show a progress bar on stderr
+when it is a terminal.
 
 Options:
   --db <file>       the spool's SQLite file (required)
   --config <file>   a JSON config file: the layer between the defaults and the stored overrides
   -h, --help        shows this text
+  -v, --version     prints the version
 
 JSON goes to stdout and nothing else does; logs and errors go to stderr. Exit status: 0 on
-success, 1 when the command fails (e.g. INVALID_SETTINGS), 2 on a usage error.`;
+success, 1 when the command fails (e.g. INVALID_SETTINGS, INVALID_QUEUE_NAME), 2 on a usage error.`;
+
+/** The states `spool purge` deletes. */
+export const PURGE_STATES = ['pending', 'dead', 'done'] as const;
 
 /** A parsed command line. */
 export type CliCommand =
   | { name: 'help' }
+  | { name: 'version' }
   | { name: 'settings get'; db: string; config?: string; explain: boolean }
   | { name: 'settings update'; db: string; config?: string; patch: string }
   | { name: 'settings reset'; db: string; config?: string; path?: string }
-  | { name: 'stats'; db: string; config?: string };
+  | { name: 'stats'; db: string; config?: string }
+  | { name: 'dead'; db: string; config?: string; queue?: string; limit?: number }
+  | { name: 'get'; db: string; config?: string; id: string }
+  | { name: 'requeue'; db: string; config?: string; target: { id: string } | { queue: string } | { all: true } }
+  | { name: 'purge'; db: string; config?: string; queue: string; state: (typeof PURGE_STATES)[number]; yes: boolean }
+  | { name: 'send'; db: string; config?: string; queue: string; payload: string };
+
+/** A command that works on a database file (every command but help and version). */
+export type DbCommand = Exclude<CliCommand, { name: 'help' | 'version' }>;
 
 /** A command line that names no valid command or misuses an option (exit status 2). */
 export class UsageError extends SpoolError {
@@ -52,18 +83,31 @@ const OPTIONS = {
   config: { type: 'string' },
   explain: { type: 'boolean' },
   path: { type: 'string' },
+  queue: { type: 'string' },
+  limit: { type: 'string' },
+  all: { type: 'boolean' },
+  state: { type: 'string' },
+  yes: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
 
-/** Which options and how many positional arguments each command takes. */
-const COMMANDS: Record<Exclude<CliCommand['name'], 'help'>, { options: OptionName[]; args: string[] }> = {
+/** Which options and how many positional arguments each command takes (`[x]`: optional). */
+const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[] }> = {
   'settings get': { options: ['db', 'config', 'explain'], args: [] },
   'settings update': { options: ['db', 'config'], args: ['<json patch>'] },
   'settings reset': { options: ['db', 'config', 'path'], args: [] },
   stats: { options: ['db', 'config'], args: [] },
+  dead: { options: ['db', 'config', 'queue', 'limit'], args: [] },
+  get: { options: ['db', 'config'], args: ['<id>'] },
+  requeue: { options: ['db', 'config', 'queue', 'all'], args: ['[<id>]'] },
+  purge: { options: ['db', 'config', 'queue', 'state', 'yes'], args: [] },
+  send: { options: ['db', 'config', 'queue'], args: ['<json>'] },
 };
+
+const NAMES = ['settings', ...Object.keys(COMMANDS).filter((n) => !n.startsWith('settings '))];
 
 /** Parses `argv` (without node and the script); throws UsageError naming what is wrong. */
 export function parseCli(argv: string[]): CliCommand {
@@ -74,18 +118,25 @@ export function parseCli(argv: string[]): CliCommand {
     throw new UsageError((error as Error).message);
   }
   const { values, positionals } = parsed;
-  if (values.help || positionals.length === 0 || positionals[0] === 'help') return { name: 'help' };
+  if (values.help || positionals.length === 0 || positionals[0] === 'help') {
+    if (values.version && positionals.length === 0 && !values.help) return { name: 'version' };
+    return { name: 'help' };
+  }
+  if (values.version) throw new UsageError('--version takes no command');
 
   const [group, sub] = positionals;
   const name = (group === 'settings' ? `settings ${sub ?? ''}` : group) as keyof typeof COMMANDS;
-  const spec = COMMANDS[name];
+  const spec = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!spec) {
     throw new UsageError(
-      group === 'settings' ? `Unknown settings command ${JSON.stringify(sub ?? '')}; expected get, update or reset` : `Unknown command ${JSON.stringify(group)}; expected settings or stats`,
+      group === 'settings'
+        ? `Unknown settings command ${JSON.stringify(sub ?? '')}; expected get, update or reset`
+        : `Unknown command ${JSON.stringify(group)}; expected ${NAMES.slice(0, -1).join(', ')} or ${NAMES.at(-1)}`,
     );
   }
   const args = positionals.slice(name.split(' ').length);
-  if (args.length !== spec.args.length) {
+  const required = spec.args.filter((a) => !a.startsWith('[')).length;
+  if (args.length < required || args.length > spec.args.length) {
     throw new UsageError(
       spec.args.length === 0
         ? `spool ${name} takes no arguments, got ${args.map((a) => JSON.stringify(a)).join(' ')}`
@@ -97,6 +148,7 @@ export function parseCli(argv: string[]): CliCommand {
   }
   if (values.db === undefined || values.db === '') throw new UsageError(`spool ${name} needs --db <file>`);
   const common = { db: values.db, ...(values.config === undefined ? {} : { config: values.config }) };
+  const queue = values.queue;
 
   switch (name) {
     case 'settings get':
@@ -107,5 +159,44 @@ export function parseCli(argv: string[]): CliCommand {
       return { name, ...common, ...(values.path === undefined ? {} : { path: values.path }) };
     case 'stats':
       return { name, ...common };
+    case 'dead':
+      return {
+        name,
+        ...common,
+        ...(queue === undefined ? {} : { queue }),
+        ...(values.limit === undefined ? {} : { limit: parseLimit(values.limit) }),
+      };
+    case 'get':
+      if (args[0] === '') throw new UsageError('spool get needs a message id, got ""');
+      return { name, ...common, id: args[0]! };
+    case 'requeue': {
+      const targets = [args.length > 0, queue !== undefined, values.all === true].filter(Boolean).length;
+      if (targets !== 1) {
+        throw new UsageError(`spool requeue takes exactly one of <id>, --queue <q> or --all, got ${targets === 0 ? 'none' : targets}`);
+      }
+      if (args[0] === '') throw new UsageError('spool requeue needs a message id, got ""');
+      const target = args.length > 0 ? { id: args[0]! } : queue !== undefined ? { queue } : { all: true as const };
+      return { name, ...common, target };
+    }
+    case 'purge': {
+      if (queue === undefined) throw new UsageError('spool purge needs --queue <q>');
+      const state = values.state;
+      if (!PURGE_STATES.includes(state as (typeof PURGE_STATES)[number])) {
+        throw new UsageError(`spool purge needs --state ${PURGE_STATES.join('|')}, got ${state === undefined ? 'none' : JSON.stringify(state)}`);
+      }
+      return { name, ...common, queue, state: state as (typeof PURGE_STATES)[number], yes: values.yes ?? false };
+    }
+    case 'send':
+      if (queue === undefined) throw new UsageError('spool send needs --queue <q>');
+      return { name, ...common, queue, payload: args[0]! };
   }
+}
+
+/** `--limit`: a whole number from 1 up, written in decimal digits. */
+function parseLimit(text: string): number {
+  const limit = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(limit) || limit < 1) {
+    throw new UsageError(`Expected --limit to be a whole number from 1 and up, got ${JSON.stringify(text)}`);
+  }
+  return limit;
 }

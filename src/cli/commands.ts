@@ -1,23 +1,26 @@
-/** The `spool` commands (settings get/update/reset, stats), over a spool that is never started. */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { isSpoolError, SpoolError, type Spool } from '../index.js';
-import { isBusy } from '../db/transaction.js';
-import type { CliCommand } from './args.js';
+/** The `spool` commands (settings, stats, dead, get, requeue, purge, send), over a spool that is never started. */
+import { SpoolError, type Spool } from '../index.js';
+import type { DbCommand } from './args.js';
+import { purgeWithProgress, requeueAll } from './bulk.js';
+import { whileBusy } from './busy.js';
+import type { Progress } from './progress.js';
 
-/** How long a write keeps retrying while the running spool holds the write lock, ms. */
-const BUSY_GIVE_UP_MS = 10_000;
+/** What a command may use besides the spool: a progress bar (only when stderr is a terminal). */
+export interface CommandContext {
+  progress?: Progress;
+}
 
 /** Runs one command on `spool` and returns what to print on stdout as JSON. */
-export async function runCommand(spool: Spool, command: Exclude<CliCommand, { name: 'help' }>): Promise<unknown> {
+export async function runCommand(spool: Spool, command: DbCommand, context: CommandContext = {}): Promise<unknown> {
   switch (command.name) {
     case 'settings get':
       return command.explain ? spool.settings.explain() : spool.settings.get();
     case 'settings update': {
-      const patch = parseJson(command.patch, 'The patch');
+      const patch = parseJson(command.patch, 'The patch', 'INVALID_SETTINGS');
       return whileBusy(() => spool.settings.update(patch));
     }
     case 'settings reset': {
-      const path = command.path === undefined ? undefined : parseJson(command.path, '--path');
+      const path = command.path === undefined ? undefined : parseJson(command.path, '--path', 'INVALID_SETTINGS');
       if (path !== undefined && (!Array.isArray(path) || path.some((s) => typeof s !== 'string'))) {
         throw new SpoolError('INVALID_SETTINGS', `--path must be a JSON array of key segments, e.g. '["queues","email.send"]', got ${command.path}`);
       }
@@ -25,32 +28,36 @@ export async function runCommand(spool: Spool, command: Exclude<CliCommand, { na
     }
     case 'stats':
       return spool.stats();
+    case 'dead':
+      return spool.dead(command.queue, command.limit === undefined ? undefined : { limit: command.limit });
+    case 'get':
+      // JSON has no undefined: a message that is gone (done and deleted, or never sent) prints null.
+      return (await spool.get(command.id)) ?? null;
+    case 'requeue': {
+      const { target } = command;
+      const requeued =
+        'id' in target
+          ? await whileBusy(() => spool.requeue(target.id))
+          : await requeueAll(spool, 'queue' in target ? target.queue : undefined, context.progress);
+      return { requeued };
+    }
+    case 'purge':
+      return { purged: await purgeWithProgress(spool, command.queue, command.state, context.progress) };
+    case 'send': {
+      const payload = parseJson(command.payload, 'The payload', 'INVALID_PAYLOAD');
+      // send() retries a held write lock itself (up to 30 s), as it does for the running app.
+      return { id: await spool.send(command.queue, payload) };
+    }
   }
 }
 
-function parseJson(text: string, what: string): unknown {
+function parseJson(text: string, what: string, code: 'INVALID_SETTINGS' | 'INVALID_PAYLOAD'): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new SpoolError('INVALID_SETTINGS', `${what} is not valid JSON: ${(error as Error).message}`, { cause: error });
-  }
-}
-
-/**
- * Retries a write while another connection holds the write lock. The spool's connection waits
- * only briefly for a lock (it must not block its event loop), so a CLI write can meet a group
- * commit in progress; a failed attempt changed nothing, so retrying is safe.
- */
-async function whileBusy<T>(write: () => Promise<T>): Promise<T> {
-  const started = Date.now();
-  for (let delayMs = 10; ; delayMs = Math.min(delayMs * 2, 250)) {
-    try {
-      return await write();
-    } catch (error) {
-      // The API reports a held lock as STORAGE_BUSY; a raw SQLITE_BUSY can come from the open.
-      const busy = isSpoolError(error, 'STORAGE_BUSY') || isBusy(error);
-      if (!busy || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
-    }
-    await sleep(delayMs);
+    throw new SpoolError(code, `${what} is not valid JSON: ${(error as Error).message}`, {
+      cause: error,
+      ...(code === 'INVALID_PAYLOAD' ? { details: { reason: 'json' } } : {}),
+    });
   }
 }

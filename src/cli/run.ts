@@ -1,15 +1,21 @@
 /** The `spool` command line: parses, runs one command, prints JSON on stdout and logs on stderr. */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createSpool, isSpoolError, type Spool } from '../index.js';
+import type { Spool } from '../index.js';
+import { isSpoolError } from '../errors.js';
 import { isBusy, sqliteCode } from '../db/transaction.js';
 import { parseCli, USAGE, UsageError, type CliCommand } from './args.js';
-import { runCommand } from './commands.js';
+import type { Progress } from './progress.js';
+import { packageVersion } from './version.js';
 
 /** Where the CLI writes: stdout carries only the JSON result, stderr everything else. */
 export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
+  /** Whether stdout is a terminal: a purge then needs --yes (default false: a pipe). */
+  stdoutIsTTY?: boolean;
+  /** Makes a progress bar for long operations; given only when stderr is a terminal. */
+  progress?: () => Progress;
 }
 
 /** Runs the command line `argv` (without node and the script); resolves with the exit status. */
@@ -25,6 +31,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stdout(`${USAGE}\n`);
     return 0;
   }
+  if (command.name === 'version') {
+    io.stdout(`${packageVersion()}\n`);
+    return 0;
+  }
+  // A person at a terminal confirms a purge; a script (stdout piped) has decided already.
+  if (command.name === 'purge' && io.stdoutIsTTY && !command.yes) {
+    io.stderr(
+      `INVALID_ARGUMENT: spool purge deletes every ${command.state} message of ${JSON.stringify(command.queue)} for good; run it again with --yes to confirm.\n`,
+    );
+    return 2;
+  }
   // Reading a mistyped path would silently create an empty spool; only update may create one.
   if (command.name !== 'settings update' && !existsSync(command.db)) {
     io.stderr(`INVALID_ARGUMENT: There is no spool database at ${resolve(command.db)}\n`);
@@ -34,13 +51,15 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let spool: Spool | undefined;
   let status = 0;
   try {
+    // Loaded only now: --help, --version and usage errors answer without loading the library.
+    const [{ createSpool }, { runCommand }] = await Promise.all([import('../index.js'), import('./commands.js')]);
     // Never started: no owner lock, so this works beside the process that runs the spool.
     spool = createSpool({ path: command.db, ...(command.config === undefined ? {} : { config: command.config }) });
     spool.events$.subscribe((event) => {
       if (event.type === 'error') io.stderr(`spool: ${event.code}: ${event.message}\n`);
       else if (event.type === 'settings.changed') io.stderr(`spool: settings changed (version ${event.version})\n`);
     });
-    const result = await runCommand(spool, command);
+    const result = await runCommand(spool, command, io.progress ? { progress: io.progress() } : {});
     io.stdout(`${JSON.stringify(result, null, 2)}\n`);
   } catch (error) {
     io.stderr(`${describeError(error)}\n`);

@@ -14,6 +14,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundledEntry, NODE_CHILD_FLAGS } from '../helpers/bundle.js';
 import type { ChildResult, ChildSpec } from './child.js';
 import { collectGarbage, fmt, median, now, PAYLOAD_BYTES, tempDir, type Durability } from './common.js';
 import { machineInfo, type MachineInfo } from './machine.js';
@@ -337,7 +338,10 @@ function checkTargets(rows: Row[]): TargetCheck[] {
 
 function runChild(spec: ChildSpec): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', join(HERE, 'child.ts'), JSON.stringify(spec)], {
+    // From a JS bundle, as an app runs (no loader in its RSS or boot time); profiles keep tsx,
+    // because their summary attributes time per source file and a bundle is a single file.
+    const entry = spec.mode === 'profile' ? ['--import', 'tsx', join(HERE, 'child.ts')] : [...NODE_CHILD_FLAGS, bundledEntry(join(HERE, 'child.ts'))];
+    const child = spawn(process.execPath, ['--expose-gc', ...entry, JSON.stringify(spec)], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -1,9 +1,10 @@
-/** Child processes for lock and crash tests: `node --import tsx <script>`, read line by line. */
+/** Child processes for lock and crash tests: a TypeScript script run from its JS bundle, read line by line. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { bundledEntry, NODE_CHILD_FLAGS } from './bundle.js';
 
-/** The repository root, so children resolve `tsx` from its node_modules whatever the cwd. */
+/** The repository root: the children's working directory whatever the test's cwd. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** A running child: its stdout lines, waits on them, and its exit. */
@@ -19,9 +20,9 @@ export interface Child {
   kill(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `node --import tsx <script> ...args` with extra environment variables. */
+/** Starts the TypeScript `script` (bundled to plain JS, see bundle.ts) with `args` and extra environment variables. */
 export function spawnChild(script: string, args: string[], env: Record<string, string> = {}): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [...NODE_CHILD_FLAGS, bundledEntry(script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

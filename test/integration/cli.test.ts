@@ -1,7 +1,7 @@
 /**
- * The `spool` command, run as a real child process (node bin/spool.mjs) on real files, beside a
- * spool that this process runs and owns. Argument and error cases that need no second process run
- * the same entry (runCli) in this process, because each spawn pays tsx's startup.
+ * The `spool` command, run as a real child process (node bin/spool.mjs, which runs the build in
+ * dist/) on real files, beside a spool that this process runs and owns. Argument and error cases
+ * that need no second process run the same entry (runCli) in this process, which is faster.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { overridesRow } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** Generous: tsx compiles the CLI at startup, and CI machines are slow. */
+/** Generous: CI machines are slow. */
 const CLI_TIMEOUT_MS = 25_000;
 
 const spools = useTempSpools();

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createSpool, SpoolError, type SpoolEvent } from '../../src/index.js';
+import { bundledEntry, NODE_CHILD_FLAGS } from '../helpers/bundle.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { createGate } from '../helpers/gate.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -91,7 +92,7 @@ interface Run {
 /** Runs the crasher to its end (crash or clean exit), keeping every stdout line. */
 function runCrasher(path: string, mode: 'exit' | 'throw'): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CRASHER, path, mode], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_CHILD_FLAGS, bundledEntry(CRASHER), path, mode], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));

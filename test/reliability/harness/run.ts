@@ -10,6 +10,7 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundledEntry, NODE_CHILD_FLAGS } from '../../helpers/bundle.js';
 import type { ChildOptions } from './child.js';
 import { check, checkAfterExit, readEventsSince, type CheckResult } from './checker.js';
 import { between, createRng, filesIn, type CheckLine, type RunLine } from './protocol.js';
@@ -47,7 +48,8 @@ export function runChild(
   delete env.SPOOL_CRASH_POINT;
   if (control.crashPoint) env.SPOOL_CRASH_POINT = control.crashPoint;
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(options)], {
+  // From its JS bundle, not through tsx: a kill loop starts hundreds of children.
+  const child = spawn(process.execPath, [...NODE_CHILD_FLAGS, bundledEntry(CHILD), JSON.stringify(options)], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

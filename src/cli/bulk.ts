@@ -1,0 +1,77 @@
+/**
+ * Requeue and purge of many rows, through the public API, with progress. Both run beside a live
+ * owner, so neither holds the write lock for long: purge deletes in the API's 1000-row
+ * transactions; a bulk requeue moves one letter per transaction (the API's one-transaction
+ * requeue({ queue }) would hold the lock for seconds at 100k letters, stalling the owner's commits).
+ */
+import type { Spool } from '../index.js';
+import { whileBusy } from './busy.js';
+import type { Progress } from './progress.js';
+
+/** How often a purge's progress is read back from the file, ms. */
+const PURGE_POLL_MS = 100;
+
+/**
+ * Requeues the dead letters of `queue` (of every queue when undefined) that exist now, one
+ * transaction each; resolves with how many moved. A letter that stays dead (a live message holds
+ * its idempotency key) is not counted, as in requeue().
+ */
+export async function requeueAll(spool: Spool, queue: string | undefined, progress?: Progress): Promise<number> {
+  // The letters present now: those that die while this runs are left for the next requeue, as
+  // with requeue({ queue }), which also lists before it moves.
+  const ids = (await spool.dead(queue, { limit: Number.MAX_SAFE_INTEGER })).map((m) => m.id);
+  progress?.start(ids.length, queue === undefined ? 'requeue (all queues)' : `requeue ${queue}`);
+  let moved = 0;
+  try {
+    for (const [i, id] of ids.entries()) {
+      moved += await whileBusy(() => spool.requeue(id));
+      progress?.update(i + 1);
+    }
+  } finally {
+    progress?.stop();
+  }
+  return moved;
+}
+
+/**
+ * Purges `queue`'s rows in `state` with the API's purge(); with `progress`, polls the remaining
+ * count between its batches (it yields after each). Rows that a live owner claims or sends
+ * meanwhile move that count too, so the bar is an estimate; the resolved count is exact.
+ */
+export async function purgeWithProgress(
+  spool: Spool,
+  queue: string,
+  state: 'pending' | 'dead' | 'done',
+  progress?: Progress,
+): Promise<number> {
+  if (!progress) return spool.purge(queue, { state });
+  const remaining = async () => (await spool.stats()).queues[queue]?.[state] ?? 0;
+  const total = { units: await remaining(), started: false };
+  let polling = false;
+  // The bar starts at the first poll: a purge that fails its validation draws nothing.
+  const timer = setInterval(() => {
+    if (polling) return;
+    polling = true;
+    void remaining()
+      .then((left) => {
+        if (!total.started) progress.start(total.units, `purge ${queue} (${state})`);
+        total.started = true;
+        // Sends during the purge can raise the count; the bar's total grows with them.
+        total.units = Math.max(total.units, left);
+        progress.update(total.units - left, total.units);
+      })
+      // A failed read only skips one redraw; purge() reports real failures itself.
+      .catch(() => {})
+      .finally(() => (polling = false));
+  }, PURGE_POLL_MS);
+  try {
+    const purged = await spool.purge(queue, { state });
+    if (!total.started) progress.start(total.units, `purge ${queue} (${state})`);
+    total.started = true;
+    progress.update(purged, Math.max(total.units, purged));
+    return purged;
+  } finally {
+    clearInterval(timer);
+    progress.stop();
+  }
+}

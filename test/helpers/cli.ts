@@ -1,0 +1,49 @@
+/** Runs the built `spool` command (node bin/spool.mjs, which runs dist/) as a child process. */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { ROOT } from './build.js';
+
+/** What one run of the command did. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Generous: CI machines are slow, and some tests run several at once. */
+export const CLI_TIMEOUT_MS = 25_000;
+
+/**
+ * Runs `node bin/spool.mjs ...args` from the project root with stdout and stderr piped. With
+ * `tty`, runs it under util-linux `script`, so stdin, stdout and stderr are one pseudo-terminal:
+ * everything it writes then arrives (with CRLF line ends) in `stdout`.
+ */
+export function runBin(args: string[], options: { tty?: boolean } = {}): Promise<CliRun> {
+  const env = { ...process.env };
+  delete env.SPOOL_CRASH_POINT;
+  const argv = [process.execPath, 'bin/spool.mjs', ...args];
+  const [command, commandArgs] = options.tty
+    ? ['script', ['--quiet', '--return', '--flush', '--command', argv.map(shellQuote).join(' '), '/dev/null']]
+    : [argv[0]!, argv.slice(1)];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs as string[], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: CLI_TIMEOUT_MS });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function shellQuote(arg: string): string {
+  return `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+
+/** A digest of a database file and its WAL, to show that a command changed neither. */
+export function fileDigest(path: string): string {
+  const hash = createHash('sha256');
+  for (const file of [path, `${path}-wal`]) hash.update(existsSync(file) ? readFileSync(file) : 'absent').update('\0');
+  return hash.digest('hex');
+}
