@@ -13,7 +13,7 @@
  * const { url } = await sqs.listen();          // http://127.0.0.1:9324
  * process.once('SIGTERM', async () => { await sqs.close(); await spool.close(); });
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SpoolError } from '../index.js';
 import type { SqsBackend } from './backend.js';
@@ -58,8 +58,16 @@ export function createSqsServer(spool: SqsBackend, options: SqsServerOptions = {
     ...(authKeys === undefined ? {} : { auth: { keys: authKeys, ...(maxSkewSec === undefined ? {} : { maxSkewSec }) } }),
     signal: shutdown.signal,
   });
-  const server = createServer((req, res) => handler(req, res));
+  // Responses in progress: at close they get `Connection: close`, so a keep-alive client does not
+  // hold its socket (and the close) open after its last answer.
+  const inFlight = new Set<ServerResponse>();
   let closing: Promise<void> | undefined;
+  const server = createServer((req, res) => {
+    if (closing) res.setHeader('connection', 'close');
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+    handler(req, res);
+  });
 
   return {
     server,
@@ -88,6 +96,7 @@ export function createSqsServer(spool: SqsBackend, options: SqsServerOptions = {
           if (error) reject(error);
           else resolve();
         });
+        for (const res of inFlight) if (!res.headersSent) res.setHeader('connection', 'close');
         // Long polls answer with no messages now; idle keep-alive sockets go at once.
         shutdown.abort();
         server.closeIdleConnections();
