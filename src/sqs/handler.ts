@@ -64,7 +64,11 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
     try {
       const body = await readBody(req, resolved.maxBodyBytes);
       const url = req.url ?? '/';
-      if (resolved.auth) verifySignature({ method: req.method ?? 'POST', url, headers: req.headers, body }, { ...resolved.auth, now: resolved.now });
+      if (resolved.auth) {
+        // Express strips its mount path from req.url; the client signed the full path.
+        const signedUrl = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? url;
+        verifySignature({ method: req.method ?? 'POST', url: signedUrl, headers: req.headers, body }, { ...resolved.auth, now: resolved.now });
+      }
       const { op, input } = protocol === 'json' ? parseJsonRequest(header(req, 'x-amz-target') ?? '', body) : parseQueryRequest(url, body);
       const request = normalizeRequest(op, input, { path: pathOf(req) });
       const ctx: ActionContext = {

@@ -252,6 +252,18 @@ describe('strict auth (SigV4)', () => {
     expect(backend.calls).toEqual(['queues.list', 'queues.list']);
   });
 
+  it('verifies the full path when mounted Express-style (req.url stripped, req.originalUrl kept)', async () => {
+    const backend = failingBackend(() => spoolError('QUEUE_NOT_FOUND'));
+    const { endpoint } = await start(backend, { auth }, (handler) => (req, res) => {
+      // What app.use('/sqs', handler) does to the request before calling it.
+      Object.assign(req, { originalUrl: req.url, url: (req.url ?? '/').replace(/^\/sqs/, '') || '/' });
+      handler(req, res);
+    });
+    const credentials = { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' };
+    expect(await rejection(client(`${endpoint}/sqs`, { credentials }).send(new ListQueuesCommand({})))).toBeInstanceOf(QueueDoesNotExist);
+    expect(backend.calls).toEqual(['queues.list']);
+  });
+
   it('rejects a wrong secret (403 SignatureDoesNotMatch) and an unknown key (403 InvalidClientTokenId)', async () => {
     const backend = failingBackend(() => new Error('must not be called'));
     const { endpoint } = await start(backend, { auth });
