@@ -11,8 +11,8 @@ export interface ActionContext {
   region: string;
   /** Account id in URLs and ARNs. */
   accountId: string;
-  /** Aborts when the client disconnects or the server shuts down; a long poll then returns no messages. */
-  signal: AbortSignal;
+  /** ReceiveMessage only: aborts when the client disconnects or the server shuts down; the long poll then returns no messages. */
+  signal?: AbortSignal;
 }
 
 /** An action's output, with the JSON protocol's member names (rendered as XML for Query). */

@@ -53,14 +53,12 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       return send(res, renderError(new SqsError('MethodNotAllowed', `${req.method ?? '?'} is not allowed: SQS operations are POST requests.`)), { allow: 'POST' });
     }
 
-    const controller = new AbortController();
+    // Only a long poll needs to hear that its client went away; other calls are short.
+    let controller: AbortController | undefined;
     const onClose = () => {
-      if (!res.writableEnded) controller.abort();
+      if (!res.writableEnded) controller?.abort();
     };
-    const onShutdown = () => controller.abort();
-    res.on('close', onClose);
-    resolved.signal?.addEventListener('abort', onShutdown, { once: true });
-    if (resolved.signal?.aborted) controller.abort();
+    const onShutdown = () => controller?.abort();
     try {
       const body = await readBody(req, resolved.maxBodyBytes);
       const url = req.url ?? '/';
@@ -71,17 +69,31 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       }
       const { op, input } = protocol === 'json' ? parseJsonRequest(header(req, 'x-amz-target') ?? '', body) : parseQueryRequest(url, body);
       const request = normalizeRequest(op, input, { path: pathOf(req) });
+      if (op === 'ReceiveMessage') {
+        controller = new AbortController();
+        res.on('close', onClose);
+        resolved.signal?.addEventListener('abort', onShutdown, { once: true });
+        // req.destroyed is already true once the body is read; the response tells whether the socket is gone.
+        if (resolved.signal?.aborted || res.destroyed) controller.abort();
+      }
+      let urlBase: string | undefined;
+      let region: string | undefined;
       const ctx: ActionContext = {
         backend: spool,
-        urlBase: queueUrlBase(resolved.publicUrl, {
-          host: header(req, 'host'),
-          encrypted: (req.socket as TLSSocket).encrypted === true,
-          localAddress: req.socket.localAddress,
-          localPort: req.socket.localPort,
-        }),
-        region: resolved.region ?? parseAuthorization(header(req, 'authorization'))?.region ?? SQS_HANDLER_DEFAULTS.region,
+        // Computed on first use: most calls hand out no URL and no ARN.
+        get urlBase() {
+          return (urlBase ??= queueUrlBase(resolved.publicUrl, {
+            host: header(req, 'host'),
+            encrypted: (req.socket as TLSSocket).encrypted === true,
+            localAddress: req.socket.localAddress,
+            localPort: req.socket.localPort,
+          }));
+        },
+        get region() {
+          return (region ??= resolved.region ?? parseAuthorization(header(req, 'authorization'))?.region ?? SQS_HANDLER_DEFAULTS.region);
+        },
         accountId: SQS_HANDLER_DEFAULTS.accountId,
-        signal: controller.signal,
+        ...(controller ? { signal: controller.signal } : {}),
       };
       const output = await executeRequest(request, ctx);
       send(res, protocol === 'json' ? renderJsonResult(output, requestId) : renderQueryResult(op, output, requestId));
@@ -90,8 +102,10 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       if (error.name === 'InternalFailure') resolved.onError(error.cause ?? thrown);
       send(res, renderError(error), error.name === 'RequestEntityTooLarge' ? { connection: 'close' } : undefined);
     } finally {
-      res.off('close', onClose);
-      resolved.signal?.removeEventListener('abort', onShutdown);
+      if (controller) {
+        res.off('close', onClose);
+        resolved.signal?.removeEventListener('abort', onShutdown);
+      }
     }
   }
 

@@ -70,7 +70,7 @@ export async function receiveMessage(req: Req<'ReceiveMessage'>, ctx: ActionCont
     ...(req.maxNumberOfMessages === undefined ? {} : { max: req.maxNumberOfMessages }),
     ...(req.visibilityTimeout === undefined ? {} : { visibilityTimeoutMs: req.visibilityTimeout * 1000 }),
     ...(req.waitTimeSeconds === undefined ? {} : { waitMs: req.waitTimeSeconds * 1000 }),
-    signal: ctx.signal,
+    ...(ctx.signal === undefined ? {} : { signal: ctx.signal }),
   });
   if (messages.length === 0) return {};
   return { Messages: messages.map((message) => wireMessage(message, req, ctx)) };

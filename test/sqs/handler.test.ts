@@ -316,6 +316,8 @@ describe('long polls', () => {
     req.on('error', () => {});
     req.end(body);
     await backend.receiving;
+    // The poll starts live (a signal aborted up front would end every long poll at once).
+    expect(backend.abortedAtStart).toBe(false);
     req.destroy();
     await backend.aborted;
   });

@@ -1,6 +1,7 @@
 /**
  * One SQS server in a process of its own, so that its CPU is not the client's:
- * `node --import tsx test/bench/sqs/server-child.ts <stub|fauxqs|spool> [dir]`, forked with IPC.
+ * `node --import tsx test/bench/sqs/server-child.ts <stub|wire|fauxqs|spool> [dir]`, forked with IPC.
+ * `wire` is createSqsServer over a zero-work backend: the wire layer's own cost.
  * It sends `{ port }` once listening and exits cleanly on 'stop' (or SIGTERM).
  */
 import { join } from 'node:path';
@@ -48,6 +49,13 @@ async function main(): Promise<void> {
     };
   } else if (system === 'fauxqs') started = await startFauxqs();
   else if (system === 'spool') started = await startSpool(dir ?? process.cwd());
+  else if (system === 'wire') {
+    const { createZeroBackend } = await import('./zero-backend.js');
+    const { createSqsServer } = await import('../../../src/sqs/server.js');
+    const sqs = createSqsServer(createZeroBackend(), { port: 0 });
+    const { port } = await sqs.listen();
+    started = { port, stop: () => sqs.close() };
+  }
   else throw new Error(`unknown system ${system}`);
   let stopping = false;
   const stop = async () => {

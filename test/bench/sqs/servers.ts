@@ -3,8 +3,8 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../common.js';
 
-/** The systems of the sqs tier. */
-export type SqsSystem = 'stub' | 'fauxqs' | 'spool';
+/** The systems of the sqs tier (`wire`: the SQS handler over a zero-work backend). */
+export type SqsSystem = 'stub' | 'fauxqs' | 'spool' | 'wire';
 
 /** A running server child. */
 export interface RunningServer {

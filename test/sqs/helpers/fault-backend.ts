@@ -42,18 +42,23 @@ export function spoolError(code: string, message = `injected ${code}`, details?:
 }
 
 /** A backend whose receive long-polls until its signal aborts, then resolves [] as the library does. */
-export function blockingReceiveBackend(): SqsBackend & { aborted: Promise<void>; receiving: Promise<void> } {
+export function blockingReceiveBackend(): SqsBackend & { aborted: Promise<void>; receiving: Promise<void>; readonly abortedAtStart: boolean | undefined } {
   let onAborted: () => void = () => {};
   let onReceiving: () => void = () => {};
   const aborted = new Promise<void>((resolve) => (onAborted = resolve));
   const receiving = new Promise<void>((resolve) => (onReceiving = resolve));
   const backend = failingBackend(() => spoolError('STORAGE_ERROR'));
+  let abortedAtStart: boolean | undefined;
   return {
     ...backend,
     aborted,
     receiving,
+    get abortedAtStart() {
+      return abortedAtStart;
+    },
     receive: (_queue, options) =>
       new Promise((resolve) => {
+        abortedAtStart = options?.signal?.aborted;
         onReceiving();
         const signal = options?.signal;
         if (!signal) return;
