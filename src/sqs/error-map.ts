@@ -66,7 +66,9 @@ export function toSqsError(error: unknown, scope: ErrorScope = {}): SqsError {
       if (scope.kind === 'attributes' && details.queue !== scope.queue) return 'InvalidAttributeValue';
     }
     if (code === 'INVALID_PAYLOAD' && details.reason === 'charset') return 'InvalidMessageContents';
-    if (scope.kind === 'attributes' && (code === 'INVALID_ARGUMENT' || code === 'INVALID_SETTINGS')) return 'InvalidAttributeValue';
+    // A name that does not fit the queue's kind (x.fifo without FifoQueue) is a bad QueueName, as in SQS.
+    const aboutName = details.field === 'name' || details.field === 'fifo';
+    if (scope.kind === 'attributes' && !aboutName && (code === 'INVALID_ARGUMENT' || code === 'INVALID_SETTINGS')) return 'InvalidAttributeValue';
     return SPOOL_ERROR_TO_SQS[code] ?? 'InternalFailure';
   })();
   const message = name === 'InternalFailure' && SPOOL_ERROR_TO_SQS[code] === undefined ? undefined : wireMessage(error.message, details);

@@ -36,6 +36,11 @@ describe('toSqsError', () => {
     expect(toSqsError(spoolError('INVALID_ARGUMENT')).name).toBe('InvalidParameterValue');
   });
 
+  it('keeps a name that does not fit the queue kind an InvalidParameterValue in CreateQueue', () => {
+    expect(toSqsError(spoolError('INVALID_ARGUMENT', 'x.fifo needs fifo', { field: 'fifo' }), { kind: 'attributes', queue: 'x.fifo' }).name).toBe('InvalidParameterValue');
+    expect(toSqsError(spoolError('INVALID_ARGUMENT', 'bad name', { field: 'name' }), { kind: 'attributes', queue: 'x' }).name).toBe('InvalidParameterValue');
+  });
+
   it('tells a missing dead-letter target from the queue itself in attribute calls', () => {
     expect(toSqsError(spoolError('QUEUE_NOT_FOUND', 'm', { queue: 'dlq' }), { kind: 'attributes', queue: 'q' }).name).toBe('InvalidAttributeValue');
     expect(toSqsError(spoolError('QUEUE_NOT_FOUND', 'm', { queue: 'q' }), { kind: 'attributes', queue: 'q' }).name).toBe('QueueDoesNotExist');
