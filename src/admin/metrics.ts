@@ -62,19 +62,20 @@ class TelemetryHistogram extends Histogram<string> {
  * metrics stay registered (remove them with `registry.clear()` or `removeSingleMetric`).
  */
 export function registerMetrics(source: AdminSource, registry: Registry): { stop(): void } {
-  // One stats() per scrape, shared by every gauge that reads it.
-  let statsRead: { at: number; promise: Promise<SpoolStats> } | undefined;
-  const stats = () => {
-    const now = Date.now();
-    if (!statsRead || now - statsRead.at > 250) statsRead = { at: now, promise: source.stats() };
-    return statsRead.promise;
+  // One stats() and one telemetry() per scrape, shared by every metric that reads them: prom-client
+  // calls every collect() in the same turn, so the reading is dropped at the next turn.
+  const perScrape = <T>(read: () => T) => {
+    let held: { value: T } | undefined;
+    return () => {
+      if (!held) {
+        held = { value: read() };
+        setImmediate(() => (held = undefined));
+      }
+      return held.value;
+    };
   };
-  let telemetryRead: { at: number; value: Telemetry } | undefined;
-  const telemetry = () => {
-    const now = Date.now();
-    if (!telemetryRead || now - telemetryRead.at > 250) telemetryRead = { at: now, value: source.telemetry() };
-    return telemetryRead.value;
-  };
+  const stats = perScrape(() => source.stats());
+  const telemetry = perScrape(() => source.telemetry());
   const registers = [registry];
 
   new Gauge({
