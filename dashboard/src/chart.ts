@@ -48,7 +48,6 @@ export function Chart({ title, x, lines, unit, testid }: { title: string; x: num
       plot.current = null;
     };
     // Rebuilt when the lines or the colour scheme change; data updates go through setData.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [shape, dark, unit]);
 
   useEffect(() => {

@@ -24,7 +24,8 @@ export function connect(): void {
   if (source) return;
   source = new EventSource(eventsUrl());
   source.onopen = () => setStatus('live');
-  source.onerror = () => setStatus(source?.readyState === EventSource.CLOSED ? 'reconnecting' : 'reconnecting');
+  // EventSource retries by itself (the server suggests 2 s) and resumes after its Last-Event-ID.
+  source.onerror = () => setStatus('reconnecting');
   source.onmessage = (message) => {
     const event = JSON.parse(message.data as string) as LiveEvent | Tick;
     if (event.type === 'admin.tick') lastTick = event as Tick;
@@ -40,7 +41,6 @@ export function useLiveEvents(fn: Listener, deps: unknown[]): void {
     return () => {
       listeners.delete(fn);
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
 }
 
