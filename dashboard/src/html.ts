@@ -1,0 +1,5 @@
+/** htm bound to Preact: JSX-like templates without a JSX build step. */
+import { h } from 'preact';
+import htm from 'htm';
+
+export const html = htm.bind(h);

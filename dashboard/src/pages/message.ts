@@ -1,0 +1,83 @@
+/** One message: its fields, payload, last error with stack, and its timeline. */
+import { useEffect, useState } from 'preact/hooks';
+import { api, type MessageDetail } from '../api.js';
+import { Notice, StateChip, useNotice } from '../components.js';
+import { duration, link, time } from '../format.js';
+import { html } from '../html.js';
+import { useLiveEvents } from '../live.js';
+
+export function MessagePage({ id, readOnly }: { id: string; readOnly: boolean }) {
+  const [message, setMessage] = useState<MessageDetail | null>(null);
+  const [missing, setMissing] = useState<string | null>(null);
+  const { notice, run } = useNotice();
+  const enc = encodeURIComponent(id);
+
+  const load = () =>
+    api<MessageDetail>(`messages/${enc}`).then(
+      (m) => {
+        setMessage(m);
+        setMissing(null);
+      },
+      (e: { code?: string; message?: string }) => setMissing(`${e.code}: ${e.message}`),
+    );
+  useEffect(() => void load(), [id]);
+  useLiveEvents(
+    (event) => {
+      if ((event.type === 'message.state' && event.id === id) || event.type === 'admin.reset') void load();
+    },
+    [id],
+  );
+
+  if (missing && !message) return html`<section class="page"><h1 class="mono">${id}</h1><div class="notice notice-error" role="alert">${missing}</div></section>`;
+  if (!message) return html`<section class="page"><h1 class="mono">${id}</h1><p class="muted">Loading…</p></section>`;
+  const m = message;
+
+  return html`
+    <section class="page">
+      <div class="page-head">
+        <h1><a class="muted" href=${link.queue(m.queue)}>${m.queue} /</a> <span class="mono id">${m.id}</span></h1>
+        <div class="actions">
+          <span data-testid="message-state"><${StateChip} state=${m.state} /></span>
+          ${missing ? html`<span class="badge warn">gone: ${missing}</span>` : null}
+          ${readOnly
+            ? null
+            : html`
+                <button data-testid="requeue" disabled=${m.state !== 'dead'} onClick=${() => run(() => api<{ requeued: number }>(`messages/${enc}/requeue`, { method: 'POST' }), (r) => `${r.requeued} requeued`).then(load)}>Requeue</button>
+                <button class="danger" disabled=${m.state === 'activating' || m.state === 'processing'} onClick=${() => confirm('Delete this message?') && run(() => api<{ removed: number }>(`messages/${enc}/delete`, { method: 'POST' }), (r) => `${r.removed} deleted`).then(load)}>Delete</button>
+              `}
+        </div>
+      </div>
+      <${Notice} notice=${notice} />
+      <dl class="facts card">
+        <dt>Queue</dt><dd><a href=${link.queue(m.queue)}>${m.queue}</a></dd>
+        <dt>Attempt</dt><dd data-testid="attempt">${m.attempt}</dd>
+        <dt>Deliveries</dt><dd>${m.deliveries}</dd>
+        <dt>Priority</dt><dd>${m.priority}</dd>
+        <dt>Created</dt><dd>${time(m.createdAt)}</dd>
+        <dt>Updated</dt><dd>${time(m.updatedAt)}</dd>
+        <dt>Visible at</dt><dd>${time(m.visibleAt)}</dd>
+        <dt>Finished</dt><dd>${time(m.finishedAt)}</dd>
+      </dl>
+      <h2>Payload</h2>
+      <pre class="code" data-testid="payload">${JSON.stringify(m.payload, null, 2)}</pre>
+      ${m.lastError
+        ? html`<h2>Last error</h2>
+            <div class="card error-card" data-testid="last-error">
+              <p><b class="mono">${m.lastError.code}</b> ${m.lastError.message}</p>
+              ${m.lastError.stack ? html`<pre class="code stack">${m.lastError.stack}</pre>` : null}
+            </div>`
+        : null}
+      <h2>Timeline</h2>
+      <ol class="timeline" data-testid="timeline">
+        ${m.history.map(
+          (h, i) => html`<li>
+            <span class="when mono">${time(h.at)}</span>
+            <span>${h.from === null ? html`<i>sent</i>` : html`<${StateChip} state=${h.from} />`} → <${StateChip} state=${h.to} /></span>
+            <span class="muted small">attempt ${h.attempt}${h.code ? html` · <b class="mono">${h.code}</b>` : null}${i > 0 ? ` · +${duration(h.at - m.history[i - 1]!.at)}` : ''}</span>
+          </li>`,
+        )}
+      </ol>
+      <p class="muted small"><a href=${link.lifecycleMessage(m.id)} data-testid="show-path">Show this path on the lifecycle viewer</a></p>
+    </section>
+  `;
+}

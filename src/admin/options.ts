@@ -1,0 +1,59 @@
+/** The admin handler's options and their defaults, in one place. */
+import { SpoolError } from '../index.js';
+
+/** Options of createAdminHandler. */
+export interface AdminHandlerOptions {
+  /** Required on every request (page, API, SSE, /metrics) as `Authorization: Bearer …` or `?token=`. */
+  token?: string;
+  /** Refuse every change with 403 (default false). */
+  readOnly?: boolean;
+  /**
+   * True when this process does not run the spool (`spool admin --db` on a file another process
+   * owns): pool use and live events then only come from the owner, and the page says so.
+   */
+  detached?: boolean;
+  /** Origins, besides the request's own, allowed to make changes (e.g. behind a proxy). */
+  allowedOrigins?: string[];
+  /** When set, requests whose Host names another host get 403 (guards against DNS rebinding). */
+  allowedHosts?: string[];
+  /** SSE heartbeat (a comment line) interval, ms (default 15,000). */
+  heartbeatMs?: number;
+  /** How often SSE clients get an `admin.tick` with counts and the last second's rates, ms (default 1,000). */
+  tickMs?: number;
+  /** Per SSE connection: message events beyond this many per second are dropped and counted (default 500). */
+  maxEventsPerSecond?: number;
+}
+
+/** The options with every default filled in. */
+export interface ResolvedAdminOptions {
+  token: string | undefined;
+  readOnly: boolean;
+  detached: boolean;
+  allowedOrigins: string[];
+  allowedHosts: string[] | undefined;
+  heartbeatMs: number;
+  tickMs: number;
+  maxEventsPerSecond: number;
+}
+
+/** Fills in the defaults; throws INVALID_OPTIONS on an option that cannot work. */
+export function resolveAdminOptions(options: AdminHandlerOptions = {}): ResolvedAdminOptions {
+  const positive = (name: string, value: number | undefined, fallback: number) => {
+    const v = value ?? fallback;
+    if (!Number.isInteger(v) || v < 1) throw new SpoolError('INVALID_OPTIONS', `Expected admin option ${name} to be a positive integer, got ${String(value)}`);
+    return v;
+  };
+  if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
+    throw new SpoolError('INVALID_OPTIONS', 'Expected admin option token to be a non-empty string');
+  }
+  return {
+    token: options.token,
+    readOnly: options.readOnly ?? false,
+    detached: options.detached ?? false,
+    allowedOrigins: options.allowedOrigins ?? [],
+    allowedHosts: options.allowedHosts,
+    heartbeatMs: positive('heartbeatMs', options.heartbeatMs, 15_000),
+    tickMs: positive('tickMs', options.tickMs, 1000),
+    maxEventsPerSecond: positive('maxEventsPerSecond', options.maxEventsPerSecond, 500),
+  };
+}
