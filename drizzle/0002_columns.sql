@@ -1,13 +1,13 @@
-CREATE TABLE `queue_counts` (
-	`queue` text NOT NULL,
-	`state` text NOT NULL,
+CREATE TABLE `counters` (
+	`scope` text NOT NULL,
+	`name` text NOT NULL,
 	`n` integer NOT NULL,
-	PRIMARY KEY(`queue`, `state`)
+	PRIMARY KEY(`scope`, `name`)
 ) WITHOUT ROWID;
 --> statement-breakpoint
 PRAGMA foreign_keys=OFF;--> statement-breakpoint
 CREATE TABLE `__new_messages` (
-	`seq` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
+	`seq` integer PRIMARY KEY NOT NULL,
 	`legacy_id` text,
 	`queue` text NOT NULL,
 	`payload` text NOT NULL,
@@ -54,4 +54,5 @@ CREATE INDEX `messages_delayed` ON `messages` (`visible_at`) WHERE "messages"."s
 CREATE INDEX `messages_inflight` ON `messages` (`lease_expires_at`) WHERE "messages"."state" IN ('activating', 'processing');--> statement-breakpoint
 CREATE UNIQUE INDEX `messages_dedupe` ON `messages` (`queue`,`dedupe_key`) WHERE "messages"."dedupe_key" IS NOT NULL AND "messages"."state" IN ('pending', 'activating', 'processing');--> statement-breakpoint
 CREATE INDEX `messages_finished` ON `messages` (`state`,`finished_at`) WHERE "messages"."finished_at" IS NOT NULL;--> statement-breakpoint
-INSERT INTO `queue_counts` (`queue`, `state`, `n`) SELECT `queue`, `state`, count(*) FROM `messages` GROUP BY `queue`, `state`;
+INSERT INTO `counters` (`scope`, `name`, `n`) SELECT `queue`, `state`, count(*) FROM `messages` GROUP BY `queue`, `state`;--> statement-breakpoint
+INSERT INTO `counters` (`scope`, `name`, `n`) SELECT '', 'last_seq', coalesce(max(`seq`), 0) FROM `messages`;

@@ -7,7 +7,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type { DbHandle } from './client.js';
-import { attachCountDeltas } from './counts.js';
+import { attachCounters } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
 
 /** A row as the runtime reads it: the machine's context column by column. */
@@ -102,18 +102,18 @@ const LIVE: MessageState[] = ['pending', 'activating', 'processing'];
 /** Creates the repository over an open database. */
 export function createRepository(db: DbHandle) {
   const { sqlite, orm } = db;
-  const deltas = attachCountDeltas(sqlite);
+  const deltas = attachCounters(sqlite);
   const insert = sqlite.prepare(
-    `INSERT INTO messages (queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
+    `INSERT INTO messages (seq, queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
        last_error, priority, ready, dedupe_key, created_at, updated_at)
-     VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT DO NOTHING`,
+     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'activating', 'processing') DO NOTHING`,
   );
   const liveByKey = sqlite.prepare(
     `SELECT coalesce(legacy_id, CAST(seq AS TEXT)) FROM messages
      WHERE queue = ? AND dedupe_key = ? AND state IN ('pending', 'activating', 'processing')`,
   ).pluck();
-  const countIn = sqlite.prepare('SELECT n FROM queue_counts WHERE queue = ? AND state = ?').pluck();
+  const countIn = sqlite.prepare('SELECT n FROM counters WHERE scope = ? AND name = ?').pluck();
   const insertQueue = sqlite.prepare('INSERT OR IGNORE INTO queues (name, created_at) VALUES (?, ?)');
   const listQueues = sqlite.prepare('SELECT name FROM queues ORDER BY name').pluck();
   const promote = sqlite.prepare(PROMOTE_SQL).pluck();
@@ -129,7 +129,7 @@ export function createRepository(db: DbHandle) {
   const inflight = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') LIMIT ?`);
   const bySeq = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ?`);
   const byLegacyId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE legacy_id = ?`);
-  const counts = sqlite.prepare('SELECT queue, state, n FROM queue_counts WHERE n > 0 ORDER BY queue, state');
+  const counts = sqlite.prepare("SELECT scope AS queue, name AS state, n FROM counters WHERE scope != '' AND n > 0 ORDER BY scope, name");
   const settingsRow = sqlite.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1');
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
 
@@ -151,7 +151,9 @@ export function createRepository(db: DbHandle) {
     /** Inserts a pending row; its seq, or undefined when a live row already holds its dedupe key. */
     insert(row: NewMessage): number | undefined {
       const c = row.context;
+      const seq = deltas.nextSeq();
       const info = insert.run(
+        seq,
         row.queue,
         row.payload,
         c.failures,
@@ -169,7 +171,7 @@ export function createRepository(db: DbHandle) {
       );
       if (info.changes !== 1) return undefined;
       deltas.add(row.queue, 'pending', 1);
-      return Number(info.lastInsertRowid);
+      return seq;
     },
     /** The id of the live message holding `key` in `queue`. */
     liveIdByKey(queue: string, key: string): string | undefined {

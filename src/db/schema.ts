@@ -28,10 +28,12 @@ export const messages = sqliteTable(
   'messages',
   {
     /**
-     * Send sequence and the message's id (as a decimal string). AUTOINCREMENT: a seq is never
-     * reused, even after the newest row is deleted, so an id never names two messages.
+     * Send sequence and the message's id (as a decimal string). Assigned by the repository from
+     * the `last_seq` counter, never by SQLite's max + 1, so a seq is never reused, even after the
+     * newest row is deleted: an id never names two messages. (AUTOINCREMENT would do the same at
+     * the price of one more page, sqlite_sequence's, written by every commit that inserts.)
      */
-    seq: integer('seq').primaryKey({ autoIncrement: true }),
+    seq: integer('seq').primaryKey(),
     /** The UUID id of a message stored before 0.2.0 (null for later ones, whose id is the seq). */
     legacyId: text('legacy_id'),
     /** The seed's "message type". */
@@ -91,17 +93,20 @@ export const messages = sqliteTable(
 );
 
 /**
- * Rows per queue and state, kept in the same transaction as every change to `messages` (by the
- * repository, as deltas per transaction): stats and maxPending read here, not a messages index.
+ * Small counters kept in the same transaction as the changes they count, in one table so that
+ * they share its one page (a commit writes every page it touched to the WAL):
+ * - scope = a queue name, name = a state: the rows of that queue in that state (stats and
+ *   maxPending read here, not a messages index), kept by deltas (counts.ts);
+ * - scope = '' (no queue has that name), name = 'last_seq': the highest seq ever assigned.
  */
-export const queueCounts = sqliteTable(
-  'queue_counts',
+export const counters = sqliteTable(
+  'counters',
   {
-    queue: text('queue').notNull(),
-    state: text('state', { enum: ['pending', 'activating', 'processing', 'dead', 'done'] }).notNull(),
+    scope: text('scope').notNull(),
+    name: text('name').notNull(),
     n: integer('n').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.queue, t.state] })],
+  (t) => [primaryKey({ columns: [t.scope, t.name] })],
 );
 
 /** Every queue that has ever been sent to: the claim loop's list of queues. */

@@ -1,5 +1,5 @@
 /**
- * `queue_counts` (stats, maxPending) is kept by deltas in the same transaction as every change to
+ * `counters` (per-state counts for stats and maxPending, and the seq high-water mark) are kept by deltas in the same transaction as every change to
  * `messages`, with no trigger and no index on the hot path. Whatever happens (batches, dedupe
  * hits, a batch refused part-way inside a group commit, retries, dead letters, requeue, purge,
  * sweep, recovery), it must equal the rows.
@@ -14,15 +14,15 @@ import { createTestClock } from '../helpers/test-clock.js';
 
 const spools = useTempSpools();
 
-/** Rows per queue and state, counted from the table and as kept in queue_counts. */
+/** Rows per queue and state, counted from the table and as kept in counters. */
 function tally(path: string) {
   return readDb(path, (conn) => ({
     rows: conn.prepare('SELECT queue, state, count(*) AS n FROM messages GROUP BY queue, state ORDER BY queue, state').all(),
-    kept: conn.prepare('SELECT queue, state, n FROM queue_counts WHERE n != 0 ORDER BY queue, state').all(),
+    kept: conn.prepare("SELECT scope AS queue, name AS state, n FROM counters WHERE scope != '' AND n != 0 ORDER BY scope, name").all(),
   }));
 }
 
-describe('queue_counts', () => {
+describe('counters', () => {
   it('equals the rows after every kind of write', async () => {
     const clock = createTestClock();
     const spool = spools.open({
@@ -71,6 +71,23 @@ describe('queue_counts', () => {
     // Two done and two dead jobs, and capped's message, dead at claim for want of a consumer.
     expect((await spool.sweep()).deleted).toBe(5);
     check();
+  });
+
+  it('never reuses an id, even after the newest message is deleted or the queue drains', async () => {
+    const spool = spools.open();
+    spool.register('jobs', () => {});
+    await spool.start();
+    const done = reached(spool.events$, 'done', 3, 'jobs');
+    const first = await spool.sendBatch('jobs', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await done;
+    expect(tally(spools.path).rows).toEqual([]);
+    const next = await spool.send('parked', { n: 4 });
+    expect(Number(next)).toBe(Number(first[2]) + 1);
+    await spool.purge('parked', { state: 'pending' });
+    await spool.close();
+    // A new handle (as after a restart) goes on from the high-water mark, not from max(seq) + 1.
+    const again = spools.open();
+    expect(Number(await again.send('parked', { n: 5 }))).toBe(Number(next) + 1);
   });
 
   it('equals the rows after boot recovery of in-flight messages', async () => {

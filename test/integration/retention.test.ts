@@ -143,7 +143,7 @@ describe('large sweeps', () => {
     raw.transaction(() => {
       for (let i = 0; i < ROWS; i++) insert.run(`dead-${i}`);
       // Rows written by hand keep the per-state counts right by hand, as Spool's own writes do.
-      raw.prepare(`INSERT INTO queue_counts (queue, state, n) VALUES ('jobs', 'dead', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`).run(ROWS);
+      raw.prepare(`INSERT INTO counters (scope, name, n) VALUES ('jobs', 'dead', ?) ON CONFLICT DO UPDATE SET n = n + excluded.n`).run(ROWS);
     })();
     raw.close();
     await spool.start();

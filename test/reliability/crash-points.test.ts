@@ -112,7 +112,7 @@ describe('checker', () => {
     const done = db.prepare(`SELECT id FROM messages WHERE state = 'done' LIMIT 1`).pluck().get() as string;
     expect(poison && other && done, 'the run left two dead letters and a done row to tamper with').toBeTruthy();
     // Lost, but with its count kept right: only the loss itself shows.
-    db.prepare(`UPDATE queue_counts SET n = n - 1 WHERE (queue, state) = (SELECT queue, state FROM messages WHERE id = ?)`).run(poison);
+    db.prepare(`UPDATE counters SET n = n - 1 WHERE (scope, name) = (SELECT queue, state FROM messages WHERE id = ?)`).run(poison);
     db.prepare('DELETE FROM messages WHERE id = ?').run(poison);
     db.prepare(`UPDATE messages SET payload = json_set(payload, '$.text', 'tampered') WHERE id = ?`).run(other);
     // Split brain: the row moved without its count (as a write outside the repository would).

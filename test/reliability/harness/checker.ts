@@ -12,7 +12,7 @@
  *   delivery count (and the done event the attempt) of its newest delivery, not a stale one.
  * - I6 integrity_check is ok after every child exit; I7 every logged done/dead event is on disk
  *   when the child dies; I8 the store agrees with itself after every child exit: the per-queue,
- *   per-state counts in `queue_counts` equal the rows (they are kept by deltas in the same
+ *   per-state counts in `counters` equal the rows (they are kept by deltas in the same
  *   transactions), and every snapshot reads back with its row's state and counts.
  *
  * Usage as a script: node --import tsx test/reliability/harness/checker.ts <dir>
@@ -114,14 +114,15 @@ function storeHealth(db: Database.Database): { integrity: string; i8: string[] }
   const countMismatch = (
     db
       .prepare(
-        `SELECT queue, state, coalesce(c.n, 0) AS counted, coalesce(r.n, 0) AS rows FROM
-           (SELECT queue, state FROM queue_counts UNION SELECT queue, state FROM messages) k
-           LEFT JOIN queue_counts c USING (queue, state)
+        `WITH kept AS (SELECT scope AS queue, name AS state, n FROM counters WHERE scope != '')
+         SELECT queue, state, coalesce(c.n, 0) AS counted, coalesce(r.n, 0) AS rows FROM
+           (SELECT queue, state FROM kept UNION SELECT queue, state FROM messages) k
+           LEFT JOIN kept c USING (queue, state)
            LEFT JOIN (SELECT queue, state, count(*) AS n FROM messages GROUP BY queue, state) r USING (queue, state)
          WHERE coalesce(c.n, 0) != coalesce(r.n, 0)`,
       )
       .all() as { queue: string; state: string; counted: number; rows: number }[]
-  ).map((r) => `queue_counts says ${r.counted} ${r.state} in ${r.queue}, the table holds ${r.rows}`);
+  ).map((r) => `counters say ${r.counted} ${r.state} in ${r.queue}, the table holds ${r.rows}`);
   const i8 = [...snapshotMismatch, ...countMismatch];
   return { integrity, i8 };
 }

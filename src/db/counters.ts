@@ -1,0 +1,85 @@
+/**
+ * The `counters` table, kept without a trigger and without an index on `messages`:
+ * - Row counts per queue and state: the repository records a delta for every row it inserts,
+ *   moves or deletes, and the deltas of a transaction are written just before it commits (one
+ *   upsert per queue and state touched, not one per row).
+ * - The seq high-water mark (`last_seq`): the seq of a new message is the next one after it, so
+ *   a seq, and the id made from it, is never reused even when the newest row is deleted.
+ * Both live in the one small table, so a commit that inserts writes one page for them, not two.
+ * Savepoints that roll back take their deltas and seqs with them, so the counts always agree with
+ * `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash checker
+ * compare the two).
+ */
+import type Database from 'better-sqlite3';
+import type { MessageState } from '../../machines/message.machine.js';
+import { onTransaction } from './transaction.js';
+
+/** The counters of the current transaction on one connection. */
+export interface Counters {
+  /** Records `delta` rows of `queue` in `state`. */
+  add(queue: string, state: MessageState, delta: number): void;
+  /** The delta recorded so far in this transaction for one queue and state. */
+  pending(queue: string, state: MessageState): number;
+  /** The seq for the next new message (inside a write transaction). */
+  nextSeq(): number;
+}
+
+interface Pending {
+  /** queue → state → delta. Nested maps, so a queue name never has to be joined into a key. */
+  deltas: Map<string, Map<MessageState, number>>;
+  /** The last seq handed out in this transaction, or null before the first. */
+  lastSeq: number | null;
+}
+
+/** Attaches the counters to a connection. */
+export function attachCounters(sqlite: Database.Database): Counters {
+  const upsert = sqlite.prepare('INSERT INTO counters (scope, name, n) VALUES (?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET n = n + excluded.n');
+  const setLastSeq = sqlite.prepare(`INSERT INTO counters (scope, name, n) VALUES ('', 'last_seq', ?) ON CONFLICT (scope, name) DO UPDATE SET n = excluded.n`);
+  // Rows written by hand (an operator's INSERT) take max + 1: never hand out a seq below them.
+  const readLastSeq = sqlite
+    .prepare(`SELECT max(coalesce((SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'), 0), coalesce((SELECT max(seq) FROM messages), 0))`)
+    .pluck();
+  let pending: Pending = { deltas: new Map(), lastSeq: null };
+  let dirty = false;
+
+  const reset = () => {
+    pending = { deltas: new Map(), lastSeq: null };
+    dirty = false;
+  };
+
+  onTransaction(sqlite, {
+    beforeCommit() {
+      if (!dirty) return;
+      for (const [queue, states] of pending.deltas) for (const [state, n] of states) if (n !== 0) upsert.run(queue, state, n);
+      if (pending.lastSeq !== null) setLastSeq.run(pending.lastSeq);
+      reset();
+    },
+    rolledBack: reset,
+    mark() {
+      if (!dirty) return null;
+      const deltas = new Map<string, Map<MessageState, number>>();
+      for (const [queue, states] of pending.deltas) deltas.set(queue, new Map(states));
+      return { deltas, lastSeq: pending.lastSeq };
+    },
+    restore(mark) {
+      if (mark === null) return reset();
+      pending = mark as Pending;
+      dirty = true;
+    },
+  });
+
+  return {
+    add(queue, state, delta) {
+      let states = pending.deltas.get(queue);
+      if (!states) pending.deltas.set(queue, (states = new Map()));
+      states.set(state, (states.get(state) ?? 0) + delta);
+      dirty = true;
+    },
+    pending: (queue, state) => pending.deltas.get(queue)?.get(state) ?? 0,
+    nextSeq() {
+      pending.lastSeq = (pending.lastSeq ?? (readLastSeq.get() as number)) + 1;
+      dirty = true;
+      return pending.lastSeq;
+    },
+  };
+}
