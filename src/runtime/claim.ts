@@ -16,18 +16,58 @@ import type { Pools } from './pools.js';
 import type { QueueTracker } from './queues.js';
 import type { ClaimResult, Inflight, SupervisorDeps } from './types.js';
 
-/** Creates the claim over the runtime's parts; `active()` says whether claiming is allowed now. */
-export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueTracker, active: () => boolean) {
-  const { repo, clock, settings, consumers } = deps;
+/** What a claim will query: per pool, the queues to take from and how many at most. */
+export interface ClaimPlan {
+  now: number;
+  /** Delayed rows are due: promote them first. */
+  promote: boolean;
+  byPool: Map<string, string[]>;
+  free: Record<string, number>;
+}
 
-  function claim(): ClaimResult | null {
+/**
+ * Creates the claim over the runtime's parts; `active()` says whether claiming is allowed now,
+ * and `delayedAt(at)` is told the nearest delayed row's time (to arm its timer).
+ */
+export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueTracker, active: () => boolean, delayedAt: (at: number) => void) {
+  const { repo, clock, settings, consumers } = deps;
+  /**
+   * The earliest visible-at among delayed rows that this process knows of (null: none). Kept in
+   * memory so that a claim queries delayed rows only when one is due, not on every commit: local
+   * delays and retries report theirs, and the poll reads the table for other processes' rows.
+   */
+  let nextDelayed: number | null = null;
+
+  function knowDelayed(at: number) {
+    if (nextDelayed !== null && nextDelayed <= at) return;
+    nextDelayed = at;
+    delayedAt(at);
+  }
+
+  /** Re-reads the nearest delayed row (at start, on each poll, after a promotion). */
+  function refreshDelayed() {
+    nextDelayed = repo.nextDelayedAt();
+    if (nextDelayed !== null) delayedAt(nextDelayed);
+  }
+
+  /**
+   * Outside the transaction: what a claim would do now, or null when it would do nothing (no
+   * due delayed row, no ready queue with a free slot), so that most commits skip the claim and
+   * its savepoint entirely.
+   */
+  function plan(): ClaimPlan | null {
     pools.applyReleases();
     if (!active()) return null;
     const now = clock.now();
-    for (const queue of repo.promoteDue(now)) queues.heat(queue);
-    const ctx = pools.context();
+    const promote = nextDelayed !== null && nextDelayed <= now;
     const free = pools.freeSlots();
-    const { batchSize } = settings.get().processor;
+    const byPool = readyByPool(free);
+    return promote || byPool.size > 0 ? { now, promote, byPool, free } : null;
+  }
+
+  /** The hot, unpaused queues whose pool has a free slot, grouped by pool. */
+  function readyByPool(free: Record<string, number>): Map<string, string[]> {
+    const ctx = pools.context();
     const byPool = new Map<string, string[]>();
     for (const queue of queues.hot) {
       if (ctx.paused[queue]) continue;
@@ -37,8 +77,25 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
       if (!list) byPool.set(pool, (list = []));
       list.push(queue);
     }
-    const result: ClaimResult = { claimed: [], dispositions: [], nextDelayedAt: null, capped: false };
-    let budget = batchSize;
+    return byPool;
+  }
+
+  /** Inside the group transaction (in its own savepoint): promotes due rows and claims. */
+  function claim(p: ClaimPlan): ClaimResult {
+    const { now, free } = p;
+    let byPool = p.byPool;
+    if (p.promote) {
+      const promoted = repo.promoteDue(now);
+      nextDelayed = repo.nextDelayedAt();
+      if (nextDelayed !== null) delayedAt(nextDelayed);
+      if (promoted.size > 0) {
+        for (const queue of promoted) queues.heat(queue);
+        // Newly ready queues join the plan (their pools' free slots are already known).
+        byPool = readyByPool(free);
+      }
+    }
+    const result: ClaimResult = { claimed: [], dispositions: [], capped: false };
+    let budget = settings.get().processor.batchSize;
     for (const [pool, members] of byPool) {
       if (budget <= 0) {
         result.capped = true;
@@ -50,7 +107,6 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
       if (budget <= 0) result.capped = true;
       for (const row of chosen) claimRow(row, pool, now, result);
     }
-    result.nextDelayedAt = repo.nextDelayedAt();
     return result;
   }
 
@@ -141,7 +197,7 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
     return ok;
   }
 
-  return { claim, corrupt };
+  return { plan, claim, corrupt, knowDelayed, refreshDelayed };
 }
 
 /** The claim's type. */

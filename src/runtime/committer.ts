@@ -31,9 +31,11 @@ export interface Op<T = unknown> {
 }
 
 /** Work the owner adds to every group transaction (the supervisor's claim). */
-export interface GroupHook<T> {
+export interface GroupHook<T, P = unknown> {
+  /** Before the transaction: what run() would do, or null for nothing (no savepoint then). */
+  plan(): P | null;
   /** Inside the transaction, after the queued ops, in its own savepoint. */
-  run(): T;
+  run(plan: P): T;
   committed(result: T): void;
   /** The hook's savepoint rolled back (the ops still committed); it is retried after a pause. */
   failed(error: SpoolError): void;
@@ -101,17 +103,27 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     if (closed) return;
     const ops = queue;
     queue = [];
-    const runHook = wanted && hook !== undefined && !lost;
-    wanted = false;
     if (lost) {
+      wanted = false;
       failLost(ops);
       return settleIdle();
     }
+    const hookNow = hook;
+    let plan: unknown = null;
+    if (wanted && hookNow !== undefined) {
+      try {
+        plan = hookNow.plan();
+      } catch (error) {
+        plan = null;
+        hookFailed(hookNow, error);
+      }
+    }
+    const runHook = plan !== null;
+    wanted = false;
     if (ops.length === 0 && !runHook) return settleIdle();
     let results: unknown[];
     let hookResult: unknown;
     let hookError: unknown;
-    const hookNow = hook;
     try {
       results = runTransaction(sqlite, () => {
         const out = ops.map((op) => op.run());
@@ -119,7 +131,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
           // A failing claim must neither sink the group's other writes nor be retried in a
           // tight loop: its own savepoint rolls back alone, and it runs again after a pause.
           try {
-            hookResult = runSavepoint(sqlite, () => hookNow!.run());
+            hookResult = runSavepoint(sqlite, () => hookNow!.run(plan));
           } catch (error) {
             // SQLite rolled the whole transaction back (SQLITE_FULL, IOERR, NOMEM), or the lock
             // is held: the group fails as a whole and takes the failure path below.

@@ -22,8 +22,6 @@ export interface ExecutorParts {
   leases: Leases;
   settler: Settler;
   announce: Announcer;
-  /** The nearest delayed row's visible-at, to arm its timer. */
-  delayedAt(at: number): void;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -68,7 +66,6 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
         }
       }
     }
-    if (result.nextDelayedAt !== null) parts.delayedAt(result.nextDelayedAt);
     // Rows settled at claim (no consumer, corrupt) took no slot, yet may have crowded out ready
     // rows of other queues in this claim; claim again rather than wait for the poll.
     if (result.capped || result.dispositions.length > 0) committer.wake();

@@ -51,6 +51,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       try {
         settings.refresh();
         refreshQueues();
+        // Delayed rows other processes wrote: the one query per poll that finds them.
+        claimer.refreshDelayed();
       } catch (error) {
         events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Poll failed: ${(error as Error).message}`, at: clock.now() });
       }
@@ -71,14 +73,14 @@ export function createSupervisor(deps: SupervisorDeps) {
     },
     retryAt(queue, visibleAt, now) {
       queues.heat(queue);
-      if (visibleAt > now) timers.delayedAt(visibleAt);
+      if (visibleAt > now) claimer.knowDelayed(visibleAt);
       // A retry due now (zero backoff, jitter drawing 0, RetryAfterError(0)): its queue became
       // hot only after this tick's claim ran, so ask for another claim rather than the poll.
       else committer.wake();
     },
   });
-  const claimer = createClaimer(deps, pools, queues, () => running && !committer.lost);
-  const executor = createExecutor(deps, { pools, leases, settler, announce, delayedAt: (at) => timers.delayedAt(at) });
+  const claimer = createClaimer(deps, pools, queues, () => running && !committer.lost, (at) => timers.delayedAt(at));
+  const executor = createExecutor(deps, { pools, leases, settler, announce });
 
   function refreshQueues() {
     for (const name of repo.queueNames()) queues.know(name);
@@ -94,6 +96,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       recover(deps, claimer, announce);
       refreshQueues();
       running = true;
+      timers.startPoll();
+      claimer.refreshDelayed();
       pools.configure(settings.get());
       pools.start();
       settingsSub = settings.settings$.subscribe((next) => {
@@ -104,7 +108,8 @@ export function createSupervisor(deps: SupervisorDeps) {
         committer.wake();
       });
       committer.setHook({
-        run: claimer.claim,
+        plan: claimer.plan,
+        run: claimer.claim as (plan: unknown) => unknown,
         committed: executor.claimed as (r: unknown) => void,
         failed: (error) => {
           // The claim rolled back: forget what it learnt about empty queues, and report it.
@@ -112,7 +117,6 @@ export function createSupervisor(deps: SupervisorDeps) {
           events.emit({ type: 'error', code: error.code, message: `Claim failed, retrying: ${error.message}`, at: clock.now() });
         },
       });
-      timers.startPoll();
       committer.wake();
     },
     /**
@@ -165,7 +169,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     noteSent(queue: string, delayedUntil: number | null) {
       queues.know(queue);
       if (!running) return;
-      if (delayedUntil !== null) return timers.delayedAt(delayedUntil);
+      if (delayedUntil !== null) return claimer.knowDelayed(delayedUntil);
       queues.heat(queue);
       committer.wake();
     },

@@ -66,7 +66,6 @@ export interface Disposition {
 export interface ClaimResult {
   claimed: Claimed[];
   dispositions: Disposition[];
-  nextDelayedAt: number | null;
   capped: boolean;
 }
 

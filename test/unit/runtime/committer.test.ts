@@ -160,6 +160,7 @@ describe('committer', () => {
     let hookDone!: () => void;
     let hookCommitted = new Promise<void>((resolve) => (hookDone = resolve));
     committer.setHook({
+      plan: () => 'claim',
       run: () => {
         hookSaw = names(handle.sqlite);
         log.push('hook run');
@@ -191,12 +192,38 @@ describe('committer', () => {
     expect(hookSaw).toEqual(['a', 'b']);
   });
 
+  it('skips the hook, and any transaction, when its plan says there is nothing to do', async () => {
+    const runs: unknown[] = [];
+    let plan: string | null = null;
+    committer.setHook({
+      plan: () => plan,
+      run: (p) => runs.push(p),
+      committed: () => {},
+      failed: () => {},
+    });
+    committer.wake();
+    await committer.drain();
+    expect(counter.value).toBe(0);
+    const a = op('send', () => insertQueue('a'));
+    committer.enqueue(a.item);
+    committer.wake();
+    await a.settled;
+    expect(counter.value).toBe(1);
+    expect(runs).toEqual([]);
+    plan = 'go';
+    committer.wake();
+    await committer.drain();
+    expect(runs).toEqual(['go']);
+    expect(counter.value).toBe(2);
+  });
+
   it('rolls back only a failing hook, commits the ops, reports the failure and runs the hook again later', async () => {
     let runs = 0;
     const failures: string[] = [];
     let ranAgain!: () => void;
     const again = new Promise<void>((resolve) => (ranAgain = resolve));
     committer.setHook({
+      plan: () => 'claim',
       run: () => {
         runs += 1;
         insertQueue(`hook-${runs}`);
