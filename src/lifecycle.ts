@@ -99,7 +99,9 @@ export function createLifecycle(deps: LifecycleDeps) {
         });
         const sup = ensureSupervisor();
         await whileBusy(() => sup.start());
-        operations.maintenance().start();
+        const maintenance = operations.maintenance();
+        maintenance.start();
+        storage.open().committer.onCommitted(() => maintenance.committed());
       } finally {
         starting = undefined;
         if (!closeBegun) status = supervisor?.running ? 'running' : 'idle';

@@ -63,8 +63,8 @@ export function createOperations(deps: OperationsDeps) {
   }
 
   function ensureMaintenance(): Maintenance {
-    const { db, repo } = storage.open();
-    maintenance ??= createMaintenance({ repo, sqlite: db.sqlite, clock, events: bus, settings, removed: (rows) => announceRemoved(rows, 'swept') });
+    const { db, repo, committer } = storage.open();
+    maintenance ??= createMaintenance({ db, repo, clock, events: bus, settings, gate: committer, removed: (rows) => announceRemoved(rows, 'swept') });
     return maintenance;
   }
 

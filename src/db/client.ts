@@ -13,6 +13,8 @@ export interface DbHandle {
   readonly orm: BetterSQLite3Database<typeof schema>;
   /** The database's real path (symlinks and `..` resolved): what the lock file is named after. */
   readonly path: string;
+  /** How commits reach the disk (another connection, e.g. the maintenance worker's, matches it). */
+  readonly durability: Durability;
   /**
    * False once the file at `path` is no longer the file this connection holds (deleted or
    * replaced): commits then land in an unlinked file and would be lost at close. A stat, ~1 µs.
@@ -80,6 +82,7 @@ export function openDatabase(path: string, durability: Durability): DbHandle {
     sqlite,
     orm,
     path: real,
+    durability,
     intact() {
       const now = statSync(real, { throwIfNoEntry: false });
       return now !== undefined && now.dev === identity.dev && now.ino === identity.ino;

@@ -317,9 +317,10 @@ export function createRepository(db: DbHandle) {
     incrementalVacuum(pages: number): void {
       sqlite.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
     },
-    /** Copies what the WAL holds into the database without waiting on readers. */
-    checkpointPassive(): void {
-      sqlite.pragma('wal_checkpoint(PASSIVE)');
+    /** Copies what the WAL holds into the database without waiting on anyone; frames in the WAL, and copied. */
+    checkpointPassive(): { frames: number; copied: number } {
+      const [row] = sqlite.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+      return { frames: row?.log ?? 0, copied: row?.checkpointed ?? 0 };
     },
     /** Checkpoints the WAL and truncates it. */
     checkpointTruncate(): void {

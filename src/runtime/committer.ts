@@ -48,6 +48,10 @@ export const RETRY_DELAY_MS = 25;
 /** The pause before a failed claim or a failed (e.g. full) group runs again, ms. */
 export const FAILURE_RETRY_MS = 100;
 
+/** Commits run from microtasks per event-loop turn, at most (see schedule()). */
+export const MAX_CHAINED = 8;
+const MICROTASK = Symbol('microtask');
+
 /** The group committer. */
 export interface Committer {
   enqueue<T>(op: Op<T>): void;
@@ -63,6 +67,13 @@ export interface Committer {
   verify(): boolean;
   /** True once the database file was found deleted or replaced. */
   readonly lost: boolean;
+  /** Called after every group commit that landed (maintenance counts them). */
+  onCommitted(listener: (() => void) | undefined): void;
+  /**
+   * Holds commits (writes queue up, nothing is lost) until the returned release is called, so
+   * that a checkpoint in the maintenance worker can finish and the WAL restart (maintenance.ts).
+   */
+  hold(): () => void;
   /** Cancels timers; queued sends are rejected with CLOSED. */
   close(): void;
 }
@@ -72,8 +83,13 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   let queue: Op[] = [];
   let hook: GroupHook<unknown> | undefined;
   let wanted = false;
-  let scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
-  let scheduledIsTimeout = false;
+  let scheduled: NodeJS.Immediate | NodeJS.Timeout | typeof MICROTASK | undefined;
+  let scheduledKind: 'immediate' | 'timeout' | 'microtask' = 'immediate';
+  /** Commits run from microtasks since the event loop last turned. */
+  let chained = 0;
+  const endChain = () => {
+    chained = 0;
+  };
   let hookRetry: NodeJS.Timeout | undefined;
   let busySince: number | undefined;
   let busyRetries = 0;
@@ -83,11 +99,35 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   let hookFailing = false;
   let groupFailing = false;
   let idleWaiters: (() => void)[] = [];
+  let commitListener: (() => void) | undefined;
+  let held = false;
+  /** True while a flush (and the callbacks of its commit) runs. */
+  let flushing = false;
 
+  /**
+   * When to commit. A write from the caller's own code (a send, not a write made by the
+   * callbacks of another commit) commits in a microtask, at the end of the caller's current job:
+   * an idle send needs no event-loop turn, and every write queued before that microtask runs
+   * still joins the group. Writes made while a commit's callbacks run (a settle after a handler
+   * returned at once, a send from a handler) wait for the next turn of the event loop
+   * (setImmediate): code awaiting the first commit resumes before the next one announces
+   * anything. At most MAX_CHAINED microtask commits run per turn, so the host's I/O and timers
+   * are never starved.
+   */
   function schedule(delayMs = 0) {
-    if (scheduled || closed) return;
-    scheduledIsTimeout = delayMs > 0;
-    scheduled = delayMs > 0 ? setTimeout(flush, delayMs) : setImmediate(flush);
+    if (scheduled || closed || held) return;
+    if (delayMs > 0) {
+      scheduledKind = 'timeout';
+      scheduled = setTimeout(flush, delayMs);
+    } else if (!flushing && chained < MAX_CHAINED) {
+      scheduledKind = 'microtask';
+      scheduled = MICROTASK;
+      if (chained++ === 0) setImmediate(endChain);
+      queueMicrotask(flush);
+    } else {
+      scheduledKind = 'immediate';
+      scheduled = setImmediate(flush);
+    }
   }
 
   function settleIdle() {
@@ -101,6 +141,15 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   function flush() {
     scheduled = undefined;
     if (closed) return;
+    flushing = true;
+    try {
+      flushNow();
+    } finally {
+      flushing = false;
+    }
+  }
+
+  function flushNow() {
     const ops = queue;
     queue = [];
     if (lost) {
@@ -153,6 +202,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     busySince = undefined;
     busyRetries = 0;
     groupFailing = false;
+    commitListener?.();
     for (let i = 0; i < ops.length; i++) afterCommit(() => ops[i]!.committed?.(results[i]));
     if (runHook && hookError === undefined) {
       hookFailing = false;
@@ -324,15 +374,28 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     get lost() {
       return lost;
     },
+    onCommitted(listener) {
+      commitListener = listener;
+    },
+    hold() {
+      held = true;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        held = false;
+        if (queue.length || wanted) schedule();
+      };
+    },
     close() {
       closed = true;
       clearTimeout(hookRetry);
       hookRetry = undefined;
       if (scheduled) {
         // Clear by kind: clearImmediate() on a Timeout corrupts Node's immediate queue, and no
-        // setImmediate callback in the process runs again.
-        if (scheduledIsTimeout) clearTimeout(scheduled as NodeJS.Timeout);
-        else clearImmediate(scheduled as NodeJS.Immediate);
+        // setImmediate callback in the process runs again. A queued microtask finds `closed`.
+        if (scheduledKind === 'timeout') clearTimeout(scheduled as NodeJS.Timeout);
+        else if (scheduledKind === 'immediate') clearImmediate(scheduled as NodeJS.Immediate);
         scheduled = undefined;
       }
       const error = new SpoolError('CLOSED', 'The spool closed before this write landed');

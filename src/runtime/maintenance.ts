@@ -1,109 +1,212 @@
 /**
- * The maintenance sweep (the CQS "purge" concern): deletes expired history and old dead letters in
- * small batches, yielding between them so claims never wait long, then returns free pages to the
- * OS with incremental_vacuum steps and truncates the WAL. Never a blocking full VACUUM.
+ * Maintenance, from the main thread: the sweep's schedule (`maintenance.intervalMs`), `sweep()`,
+ * and the maintenance worker (maintenance-worker.ts) that does the work on a thread of its own:
+ * sweeps, and the WAL checkpoints that SQLite would otherwise run inside some commit.
+ *
+ * The worker starts on first need, not with every spool: at the first sweep, or once the spool
+ * has committed CHECKPOINT_AFTER_COMMITS times (until then SQLite's own automatic checkpoint runs,
+ * and a small, short-lived spool never pays for a thread). Once it reports ready, the owner's
+ * connection stops checkpointing by itself. If the worker cannot start or dies, checkpoints go
+ * back to SQLite's automatic ones and sweeps run in this thread (the same code, sweep.ts).
  */
-import type Database from 'better-sqlite3';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { Clock, TimerHandle } from '../clock.js';
+import type { DbHandle } from '../db/client.js';
 import type { RemovedRow, Repository } from '../db/repository.js';
-import { SpoolError } from '../errors.js';
-import { runTransaction } from '../db/transaction.js';
-import { toStorageError } from './committer.js';
+import { messageOf, SpoolError, type SpoolErrorCode } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { SettingsRuntime } from '../settings/store.js';
+import { toStorageError } from './committer.js';
+import type { FromWorker, MaintenanceWorkerData, ToWorker } from './maintenance-worker.js';
+import { runSweep, type SweepPlan, type SweepResult } from './sweep.js';
 
-/** Rows deleted per transaction: small enough to keep each pause short. */
-export const SWEEP_BATCH = 200;
-const VACUUM_STEP_PAGES = 128;
+/** Commits after which a started spool hands its checkpoints to the worker. */
+export const CHECKPOINT_AFTER_COMMITS = 1000;
+/**
+ * WAL frames (pages) past which commits are held for one short checkpoint pass, so the WAL
+ * restarts: 4,000 pages is 16 MiB, four times SQLite's own automatic checkpoint.
+ */
+export const WAL_DRAIN_FRAMES = 4000;
+/** The longest commits are held for a drain; past it they go on, and the drain tries later. */
+export const DRAIN_HOLD_MAX_MS = 250;
 
 /** The sweep's handle. */
 export interface Maintenance {
-  /** Sweeps every `maintenance.intervalMs`. */
+  /** Sweeps every `maintenance.intervalMs`; counts commits toward starting the worker. */
   start(): void;
   /** Stops the schedule; a sweep in progress finishes. */
   stop(): void;
-  /** Stops, and ends a sweep in progress at its next step with CLOSED (the spool is closing). */
+  /** Stops, ends a sweep in progress with CLOSED, and ends the worker (the spool is closing). */
   close(): Promise<void>;
   /** One full sweep now. */
-  sweep(): Promise<{ deleted: number; freedPages: number; longestBatchMs: number }>;
+  sweep(): Promise<SweepResult>;
+  /** A group commit landed (the owner's committer calls this). */
+  committed(): void;
 }
 
+/** What maintenance needs from the owner's committer. */
+export interface CommitGate {
+  hold(): () => void;
+}
 
-/** Creates the maintenance sweep (stopped). */
+/**
+ * Where the worker's code is: compiled JavaScript beside this file (the package), or, when Spool
+ * runs from its TypeScript sources (tests, benchmarks), the .ts file loaded through tsx, which a
+ * worker does not inherit from its parent: a small ES module registers tsx, then imports it.
+ */
+function workerEntry(): URL {
+  if (!import.meta.url.endsWith('.ts')) return new URL('./maintenance-worker.js', import.meta.url);
+  const require = createRequire(import.meta.url);
+  const tsxRoot = dirname(require.resolve('tsx/package.json'));
+  const exports = (JSON.parse(readFileSync(join(tsxRoot, 'package.json'), 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports;
+  const api = pathToFileURL(join(tsxRoot, exports['./esm/api']!.import.default)).href;
+  const target = new URL('./maintenance-worker.ts', import.meta.url).href;
+  const boot = `import { register } from ${JSON.stringify(api)}; register(); await import(${JSON.stringify(target)});`;
+  return new URL(`data:text/javascript,${encodeURIComponent(boot)}`);
+}
+
+/** Creates maintenance (stopped; no worker yet). */
 export function createMaintenance(deps: {
+  db: DbHandle;
   repo: Repository;
-  sqlite: Database.Database;
   clock: Clock;
   events: EventBus;
   settings: SettingsRuntime;
+  /** The owner's committer, held while the WAL drains; absent for a spool that never started. */
+  gate?: CommitGate;
   /** Told about every row a sweep deletes. */
   removed?: (rows: RemovedRow[]) => void;
 }): Maintenance {
-  const { repo, sqlite, clock, events, settings } = deps;
+  const { db, repo, clock, events, settings } = deps;
   let timer: TimerHandle | undefined;
   let running = false;
   let closed = false;
-  let sweeping: Promise<{ deleted: number; freedPages: number; longestBatchMs: number }> | undefined;
+  let commits = 0;
+  let sweeping: Promise<SweepResult> | undefined;
+  let worker: Worker | undefined;
+  let ready: Promise<boolean> | undefined;
+  let nextId = 1;
+  let releaseHold: (() => void) | undefined;
+  let holdTimer: NodeJS.Timeout | undefined;
+  const waiting = new Map<number, { resolve(result: SweepResult): void; reject(error: SpoolError): void }>();
 
-  /** Yields to the event loop between steps; a close() meanwhile ends the sweep. */
-  async function tick(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (closed) throw new SpoolError('CLOSED', 'The spool closed during the maintenance sweep');
+  /** Starts the worker once; resolves false if it could not (then this thread does the work). */
+  function ensureWorker(): Promise<boolean> {
+    ready ??= new Promise<boolean>((resolve) => {
+      try {
+        const data: MaintenanceWorkerData = { path: db.path, durability: db.durability };
+        const w = new Worker(workerEntry(), { workerData: data });
+        worker = w;
+        w.unref();
+        w.on('message', (message: FromWorker) => onMessage(message, resolve));
+        w.on('error', (error) => {
+          events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `The maintenance worker failed: ${messageOf(error)}`, at: clock.now() });
+          resolve(false);
+        });
+        w.on('exit', () => {
+          worker = undefined;
+          endDrain();
+          // Back to SQLite's own checkpoints, and fail what the worker was doing.
+          if (db.sqlite.open) db.sqlite.pragma('wal_autocheckpoint = 1000');
+          for (const [id, p] of waiting) {
+            waiting.delete(id);
+            p.reject(new SpoolError(closed ? 'CLOSED' : 'STORAGE_ERROR', closed ? 'The spool closed during the maintenance sweep' : 'The maintenance worker stopped during a sweep'));
+          }
+          if (!closed) ready = undefined;
+          resolve(false);
+        });
+      } catch (error) {
+        events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Could not start the maintenance worker: ${messageOf(error)}`, at: clock.now() });
+        resolve(false);
+      }
+    });
+    return ready;
   }
 
-  function checkpointStep(): number {
-    const started = performance.now();
-    repo.checkpointPassive();
-    return performance.now() - started;
-  }
-
-  async function batches(work: () => RemovedRow[]): Promise<{ total: number; longest: number }> {
-    let total = 0;
-    let longest = 0;
-    for (;;) {
-      const started = performance.now();
-      const rows = runTransaction(sqlite, work);
-      longest = Math.max(longest, performance.now() - started);
-      total += rows.length;
-      if (rows.length === 0) break;
-      deps.removed?.(rows);
-      await tick();
-      // Checkpoint each batch's few pages as a step of its own. Otherwise SQLite's automatic
-      // checkpoint copies ~1000 pages inside some later commit: one long pause for the claims.
-      longest = Math.max(longest, checkpointStep());
-      await tick();
+  function onMessage(message: FromWorker, ready: (ok: boolean) => void) {
+    switch (message.t) {
+      case 'ready':
+        // The worker checkpoints from now on: the owner's commits never copy WAL pages.
+        if (db.sqlite.open && !closed) db.sqlite.pragma('wal_autocheckpoint = 0');
+        ready(true);
+        return;
+      case 'wal':
+        return onWal(message.frames, message.copied);
+      case 'removed':
+        deps.removed?.(message.rows as RemovedRow[]);
+        return;
+      case 'swept':
+        waiting.get(message.id)?.resolve(message.result);
+        waiting.delete(message.id);
+        return;
+      case 'failed':
+        waiting.get(message.id)?.reject(new SpoolError(message.code as SpoolErrorCode, message.message));
+        waiting.delete(message.id);
+        return;
+      case 'error':
+        events.emit({ type: 'error', code: message.code, message: message.message, at: clock.now() });
     }
-    return { total, longest };
   }
 
-  async function sweepOnce() {
+  /**
+   * After each checkpoint pass. A WAL past WAL_DRAIN_FRAMES holds commits and asks for one more
+   * pass; the first pass that copies every frame releases them, and the next commit restarts the
+   * WAL. Only the owner's own commits wait (a few ms); its event loop never does.
+   */
+  function onWal(frames: number, copied: number) {
+    if (releaseHold) {
+      if (copied >= frames) endDrain();
+      else worker?.postMessage({ t: 'drain' } satisfies ToWorker);
+      return;
+    }
+    if (frames < WAL_DRAIN_FRAMES || !deps.gate || closed) return;
+    releaseHold = deps.gate.hold();
+    holdTimer = setTimeout(endDrain, DRAIN_HOLD_MAX_MS);
+    worker?.postMessage({ t: 'drain' } satisfies ToWorker);
+  }
+
+  function endDrain() {
+    clearTimeout(holdTimer);
+    holdTimer = undefined;
+    const release = releaseHold;
+    releaseHold = undefined;
+    release?.();
+  }
+
+  function plan(): SweepPlan {
     const { retention } = settings.get();
     const now = clock.now();
-    let deleted = 0;
-    let longest = 0;
-    const done = await batches(() => repo.sweepBatch('done', now - retention.doneMs + (retention.doneMs === 0 ? 1 : 0), SWEEP_BATCH));
-    deleted += done.total;
-    longest = Math.max(longest, done.longest);
-    if (retention.deadMs !== null) {
-      const deadMs = retention.deadMs;
-      const dead = await batches(() => repo.sweepBatch('dead', now - deadMs, SWEEP_BATCH));
-      deleted += dead.total;
-      longest = Math.max(longest, dead.longest);
-    }
-    let freedPages = 0;
-    for (let free = repo.freePages(); free > 0; free = repo.freePages()) {
-      const started = performance.now();
-      repo.incrementalVacuum(Math.min(free, VACUUM_STEP_PAGES));
-      longest = Math.max(longest, performance.now() - started);
-      freedPages += Math.min(free, VACUUM_STEP_PAGES);
-      await tick();
-      longest = Math.max(longest, checkpointStep());
-      await tick();
-    }
-    if (freedPages > 0 || deleted > 0) repo.checkpointTruncate();
-    const result = { deleted, freedPages, longestBatchMs: Math.round(longest * 100) / 100 };
+    // doneMs 0 deletes at completion; a row kept anyway (retention changed since) goes now.
+    return { doneBefore: now - retention.doneMs + (retention.doneMs === 0 ? 1 : 0), deadBefore: retention.deadMs === null ? null : now - retention.deadMs };
+  }
+
+  async function sweepOnce(): Promise<SweepResult> {
+    const p = plan();
+    const result = (await ensureWorker()) && worker ? await sweepInWorker(worker, p) : await sweepHere(p);
     events.emit({ type: 'maintenance.swept', ...result, at: clock.now() });
     return result;
+  }
+
+  function sweepInWorker(w: Worker, p: SweepPlan): Promise<SweepResult> {
+    return new Promise((resolve, reject) => {
+      const id = nextId++;
+      waiting.set(id, { resolve, reject });
+      w.postMessage({ t: 'sweep', id, plan: p } satisfies ToWorker);
+    });
+  }
+
+  function sweepHere(p: SweepPlan): Promise<SweepResult> {
+    return runSweep(repo, db.sqlite, p, {
+      async pause() {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (closed) throw new SpoolError('CLOSED', 'The spool closed during the maintenance sweep');
+      },
+      removed: (rows) => deps.removed?.(rows),
+    });
   }
 
   function schedule() {
@@ -122,7 +225,7 @@ export function createMaintenance(deps: {
     }, settings.get().maintenance.intervalMs);
   }
 
-  function sweep() {
+  function sweep(): Promise<SweepResult> {
     if (closed) return Promise.reject(new SpoolError('CLOSED', 'The spool is closed'));
     sweeping ??= sweepOnce()
       .catch((error: unknown) => {
@@ -148,8 +251,21 @@ export function createMaintenance(deps: {
     async close() {
       this.stop();
       closed = true;
+      endDrain();
+      const w = worker;
+      if (w) {
+        const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+        w.postMessage({ t: 'stop' } satisfies ToWorker);
+        // A worker that does not stop within a second is ended.
+        const timeout = setTimeout(() => void w.terminate(), 1000);
+        await exited;
+        clearTimeout(timeout);
+      }
       await sweeping?.catch(() => {});
     },
     sweep,
+    committed() {
+      if (running && ++commits === CHECKPOINT_AFTER_COMMITS) void ensureWorker();
+    },
   };
 }

@@ -55,7 +55,36 @@ export function bundledEntry(entry: string): string {
     renameSync(partial, path);
   }
   bundles.set(file, path);
+  bundleWorker();
   return path;
+}
+
+let workerBundled = false;
+
+/**
+ * The maintenance worker, bundled beside the children: a bundled child's maintenance.ts looks for
+ * `./maintenance-worker.js` next to its own file, as the compiled package has it.
+ */
+function bundleWorker(): void {
+  if (workerBundled) return;
+  const result = buildSync({
+    entryPoints: [join(ROOT, 'src/runtime/maintenance-worker.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    write: false,
+    logLevel: 'error',
+  });
+  const path = join(BUNDLE_DIR, 'maintenance-worker.js');
+  mkdirSync(BUNDLE_DIR, { recursive: true });
+  // Inside node_modules no package.json above applies: this one makes the .js an ES module.
+  writeFileSync(join(BUNDLE_DIR, 'package.json'), '{ "type": "module" }\n');
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, result.outputFiles[0]!.contents);
+  renameSync(partial, path);
+  workerBundled = true;
 }
 
 /**

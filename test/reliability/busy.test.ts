@@ -173,6 +173,9 @@ describe('lock contention (SQLITE_BUSY)', () => {
     await spool.send('parked', { n: 1 });
     const before = await spool.stats();
     const settingsBefore = spool.settings.get();
+    // Sweeps run in the maintenance worker, which starts at the first sweep: start it now, so
+    // the held lock meets a running sweep rather than the worker's start-up.
+    await spool.sweep();
 
     const lock = holdWriteLock(300);
     const codes = await Promise.all([

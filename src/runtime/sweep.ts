@@ -1,0 +1,97 @@
+/**
+ * One maintenance sweep (the CQS "purge" concern): deletes expired done rows and old dead letters
+ * in small batches, then returns free pages to the OS with incremental_vacuum steps and truncates
+ * the WAL. Never a blocking full VACUUM. It runs in the maintenance worker thread (see
+ * maintenance-worker.ts), so its work never runs on the thread that claims; between steps it
+ * pauses, which lets the worker hear a stop, and a writer on the main thread take the lock.
+ */
+import type Database from 'better-sqlite3';
+import type { RemovedRow, Repository } from '../db/repository.js';
+import { isBusy, runTransaction } from '../db/transaction.js';
+
+/** Rows deleted per transaction: each holds the write lock, so small enough to keep it brief. */
+export const SWEEP_BATCH = 200;
+/** Pages returned to the OS per incremental_vacuum step. */
+export const VACUUM_STEP_PAGES = 128;
+/**
+ * Tries of a step that finds the write lock taken. The owner commits many times a second, each
+ * briefly, so a step may meet its lock a few times in a row; a lock held for long (another
+ * process's transaction) still ends the sweep with STORAGE_BUSY, as for purge.
+ */
+export const SWEEP_BUSY_TRIES = 8;
+const BUSY_PAUSE_MS = 5;
+
+/** What to sweep: rows finished before these times (epoch ms); null keeps that state forever. */
+export interface SweepPlan {
+  doneBefore: number;
+  deadBefore: number | null;
+}
+
+/** What a sweep did. */
+export interface SweepResult {
+  deleted: number;
+  freedPages: number;
+  /** The longest single step (a delete batch, a vacuum step, a checkpoint), ms. */
+  longestBatchMs: number;
+}
+
+/**
+ * Runs one sweep; `pause(lastStepMs)` runs between steps (and may throw to end the sweep). In the
+ * worker it waits as long as the last step held the lock (at least a little), so that the main
+ * thread, whose commits wait in SQLite's busy handler meanwhile, always gets the lock next.
+ */
+export async function runSweep(
+  repo: Repository,
+  sqlite: Database.Database,
+  plan: SweepPlan,
+  io: { pause(lastStepMs: number): Promise<void>; removed(rows: RemovedRow[]): void },
+): Promise<SweepResult> {
+  let longest = 0;
+  let last = 0;
+  const timed = async <T>(step: () => T): Promise<T> => {
+    for (let tries = 1; ; tries++) {
+      const started = performance.now();
+      try {
+        return step();
+      } catch (error) {
+        if (!isBusy(error) || tries >= SWEEP_BUSY_TRIES) throw error;
+      } finally {
+        last = performance.now() - started;
+        longest = Math.max(longest, last);
+      }
+      await new Promise((resolve) => setTimeout(resolve, BUSY_PAUSE_MS));
+    }
+  };
+
+  async function batches(work: () => RemovedRow[]): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const rows = await timed(() => runTransaction(sqlite, work));
+      total += rows.length;
+      if (rows.length === 0) return total;
+      io.removed(rows);
+      await io.pause(last);
+      // Checkpoint each batch's few pages as a step of its own, so that no later checkpoint
+      // has ~1000 pages to copy at once.
+      await timed(() => repo.checkpointPassive());
+      await io.pause(last);
+    }
+  }
+
+  let deleted = await batches(() => repo.sweepBatch('done', plan.doneBefore, SWEEP_BATCH));
+  if (plan.deadBefore !== null) {
+    const deadBefore = plan.deadBefore;
+    deleted += await batches(() => repo.sweepBatch('dead', deadBefore, SWEEP_BATCH));
+  }
+  let freedPages = 0;
+  for (let free = repo.freePages(); free > 0; free = repo.freePages()) {
+    const step = Math.min(free, VACUUM_STEP_PAGES);
+    await timed(() => repo.incrementalVacuum(step));
+    freedPages += step;
+    await io.pause(last);
+    await timed(() => repo.checkpointPassive());
+    await io.pause(last);
+  }
+  if (freedPages > 0 || deleted > 0) await timed(() => repo.checkpointTruncate());
+  return { deleted, freedPages, longestBatchMs: Math.round(longest * 100) / 100 };
+}
