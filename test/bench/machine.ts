@@ -7,6 +7,7 @@ import { now, tempDir } from './common.js';
 
 /** The machine section of the results. */
 export interface MachineInfo {
+  /** The CPU model as the OS names it, with vendor, family, model and stepping (a VM often hides the full name). */
   cpu: string;
   cores: number;
   memoryGb: number;
@@ -14,6 +15,8 @@ export interface MachineInfo {
   node: string;
   sqlite: string;
   loadAverage: number[];
+  /** Load average when the run ended (set by run.ts). */
+  loadAverageEnd?: number[];
   tempDir: string;
   fileSystem: string;
   /** Median cost of a 4 KiB write + fdatasync in the temp directory, µs. */
@@ -36,6 +39,24 @@ function fileSystemOf(path: string): string {
     return best.text;
   } catch {
     return 'unknown';
+  }
+}
+
+/** AMD families by microarchitecture (a hypervisor often reports only "AMD EPYC"). */
+const AMD_FAMILIES: Record<number, string> = { 23: 'Zen/Zen 2', 25: 'Zen 3/Zen 4', 26: 'Zen 5' };
+
+/** The CPU model plus what /proc/cpuinfo says of it: vendor, family/model/stepping, microarchitecture. */
+function cpuName(model: string): string {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    const field = (name: string) => new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1]?.trim();
+    const vendor = field('vendor_id');
+    const family = Number(field('cpu family'));
+    const arch = vendor === 'AuthenticAMD' ? AMD_FAMILIES[family] : undefined;
+    const mhz = field('cpu MHz');
+    return `${model} (${[vendor, `family ${family} model ${field('model')} stepping ${field('stepping')}`, arch, mhz ? `${Math.round(Number(mhz))} MHz` : undefined].filter(Boolean).join(', ')})`;
+  } catch {
+    return model;
   }
 }
 
@@ -73,7 +94,7 @@ export function machineInfo(base: string | undefined): MachineInfo {
       ? `fsync is nearly free here (${fsyncUs.toFixed(0)} µs): 'full' figures are flattered; on a disk where fsync costs ~1–10 ms, every system's full figures fall toward (commits/s × messages per commit)`
       : `fsync costs ${(fsyncUs / 1000).toFixed(2)} ms here: 'full' figures are bounded by commits per second`;
   return {
-    cpu: cpuList[0]?.model ?? 'unknown',
+    cpu: cpuName(cpuList[0]?.model ?? 'unknown'),
     cores: cpuList.length,
     memoryGb: Math.round((totalmem() / 2 ** 30) * 10) / 10,
     os: `${platform()} ${release()}`,

@@ -1,5 +1,6 @@
 /** A throwaway redis-server for BullMQ: 127.0.0.1, a free port, no persistence, stopped by PID. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { sleep } from './common.js';
 
@@ -11,11 +12,24 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-/** The redis-server on the PATH, or undefined when there is none. */
+/** Where redis-server is looked for when it is not on the PATH (Debian's package, a local build, Homebrew). */
+export const REDIS_LOCATIONS = ['/usr/bin/redis-server', '/usr/sbin/redis-server', '/usr/local/bin/redis-server', '/opt/homebrew/bin/redis-server'];
+
+/** How to get redis-server, for the results when it is missing. */
+export const REDIS_INSTALL = 'apt-get install -y redis-server';
+
+/** The redis-server on the PATH or in one of REDIS_LOCATIONS, or undefined when there is none. */
 export function findRedis(): string | undefined {
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   const path = found.stdout.trim();
-  return found.status === 0 && path ? path : undefined;
+  if (found.status === 0 && path) return path;
+  return REDIS_LOCATIONS.find((p) => existsSync(p));
+}
+
+/** A redis-server someone else runs on 127.0.0.1:`port` (--redis-port); never stopped by the bench. */
+export async function existingRedis(port: number): Promise<RedisServer> {
+  if (!(await canConnect(port))) throw new Error(`no redis-server accepts connections on 127.0.0.1:${port}`);
+  return { port, pid: 0, version: `redis on 127.0.0.1:${port} (not started by the bench)`, async stop() {} };
 }
 
 function freePort(): Promise<number> {

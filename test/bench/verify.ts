@@ -7,9 +7,8 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { InspectionEvent } from 'xstate';
-import { createSpool } from '../../src/index.js';
-import { deferred, payloads, tempDir, type Durability, type Payload } from './common.js';
-import { SPOOL_QUEUE } from './systems/spool.js';
+import { deferred, payload, tempDir, type Durability } from './common.js';
+import { openAppSpool, SPOOL_QUEUE } from './systems/spool.js';
 
 /** What the check saw. */
 export interface SpoolCheck {
@@ -29,6 +28,8 @@ export interface SpoolCheck {
   sampleMismatches: number;
   /** Rows left after the drain (done rows are deleted). */
   rowsAfter: number;
+  /** Handed-out message ids that were not decimal strings (ids are the row's seq). */
+  badIds: number;
   ok: boolean;
 }
 
@@ -43,14 +44,16 @@ export async function verifySpool(n: number, durability: Durability, base?: stri
     if (event.type === '@xstate.actor') actors.add(event.actorRef.sessionId);
     else if (event.type === '@xstate.snapshot' && (event.snapshot as { status?: string }).status === 'done') done.add(event.actorRef.sessionId);
   };
-  const spool = createSpool({ path, durability, inspect, config: { executor: { concurrency: 8 } } });
+  // The app setting of the timed runs (started, queue paused, events$ counted), plus inspection.
+  const app = await openAppSpool({ path, durability, concurrency: 8, inspect });
   const transitions: Record<string, number> = {};
-  spool.events$.subscribe((e) => {
+  const subscription = app.spool.events$.subscribe((e) => {
     if (e.type === 'message.state') transitions[e.to] = (transitions[e.to] ?? 0) + 1;
   });
   let reader: Database.Database | undefined;
   try {
-    for (let i = 0; i < n; i += 1000) await spool.sendBatch(SPOOL_QUEUE, payloads(i, Math.min(1000, n - i)));
+    // A producer sending one by one to the running spool.
+    for (let i = 0; i < n; i++) await app.spool.send(SPOOL_QUEUE, payload(i));
     reader = new Database(path, { readonly: true });
     const pendingSnapshotsBefore = reader
       .prepare(`SELECT count(*) FROM messages WHERE state = 'pending' AND json_extract(snapshot, '$.value') = 'pending'`)
@@ -65,7 +68,9 @@ export async function verifySpool(n: number, durability: Durability, base?: stri
     let sampled = 0;
     let sampleMismatches = 0;
     const all = deferred();
-    spool.register<Payload>(SPOOL_QUEUE, async (message) => {
+    let badIds = 0;
+    await app.resume(async (message) => {
+      if (!/^[0-9]+$/.test(message.id)) badIds += 1;
       if (message.payload.i % every === 0) {
         // The claim committed before the handler started, so the row must already say processing.
         const row = rowOf.get(message.id) as { state: string; value: string; attempt: number; deliveries: number; token: string | null } | undefined;
@@ -74,9 +79,10 @@ export async function verifySpool(n: number, durability: Durability, base?: stri
       }
       if (++handled === n) all.resolve();
     });
-    await spool.start();
     await all.promise;
-    await spool.stop();
+    // Every completion announced (each after its commit), then the rows are read.
+    await app.untilDone(n);
+    await app.spool.stop();
     const rowsAfter = reader.prepare('SELECT count(*) FROM messages').pluck().get() as number;
     const check: SpoolCheck = {
       n,
@@ -88,6 +94,7 @@ export async function verifySpool(n: number, durability: Durability, base?: stri
       sampled,
       sampleMismatches,
       rowsAfter,
+      badIds,
       ok: false,
     };
     check.ok =
@@ -97,11 +104,13 @@ export async function verifySpool(n: number, durability: Durability, base?: stri
       ['pending', 'activating', 'processing', 'done'].every((s) => transitions[s] === n) &&
       sampled > 0 &&
       sampleMismatches === 0 &&
-      rowsAfter === 0;
+      rowsAfter === 0 &&
+      badIds === 0;
     return check;
   } finally {
     reader?.close();
-    await spool.close();
+    subscription.unsubscribe();
+    await app.close();
     tmp.cleanup();
   }
 }

@@ -7,7 +7,24 @@ import { join } from 'node:path';
 import { collectGarbage, deferred, now, payload, payloads, percentile, sleep, tempDir, type Durability, type Payload } from './common.js';
 import type { BenchSystem, QueueHandle } from './systems/types.js';
 
-/** Workloads 1–5 and 7 (6 runs in child processes: see child.ts). */
+/**
+ * Workloads 1–5 and 7 (6 runs in child processes: see child.ts; 8, `disk`, in disk.ts).
+ *
+ * Room for the workloads later issues add (not implemented yet). Each one gets a name here, a
+ * CONCURRENCY entry, a case in run(), a table in report.ts, a target line in targets.ts, and runs
+ * for every system that has the feature (the others show "–"):
+ * - `drain-c8-ratelimit`: drain-c8 with a queue rate limit set far above the drain rate, so it
+ *   measures the limiter's cost, not the limit. Spool gets the setting through
+ *   `spoolSystem(config)` (systems/spool.ts merges it into the config layer).
+ * - `drain-c8-history`, `drain-c8-nohistory`: drain-c8 with message history on and off, the same
+ *   way.
+ * - `pull-c8`: 8 in-process pull consumers, each in a loop of wait for a message, then end it.
+ *   Issue #10's target `pull-c8 ≥ drain c8` is already listed in targets.ts as not measured.
+ * - `receive-10`: receives of up to 10 messages at a time.
+ * - a cross-process wake-up latency: an idle consumer process, a producer in another process;
+ *   from just before send() to the handler's first line (a child_process pair, as the rss and
+ *   boot runs use; see child-runner.ts).
+ */
 export type WorkloadName = 'send' | 'concurrent' | 'batch' | 'drain-c1' | 'drain-c8' | 'latency' | 'claim';
 
 /** Named figures of one run (units in the name's table spec). */
