@@ -25,7 +25,7 @@ import type { FromWorker, MaintenanceWorkerData, ToWorker } from './maintenance-
 import { runSweep, type SweepPlan, type SweepResult } from './sweep.js';
 
 /** Commits after which a started spool hands its checkpoints to the worker. */
-export const CHECKPOINT_AFTER_COMMITS = 1000;
+export const CHECKPOINT_AFTER_COMMITS = 200;
 /**
  * WAL frames (pages) past which commits are held for one short checkpoint pass, so the WAL
  * restarts: 4,000 pages is 16 MiB, four times SQLite's own automatic checkpoint.

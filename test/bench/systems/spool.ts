@@ -8,11 +8,15 @@
  * - an `events$` subscriber (a cheap counter) is attached from creation to close, and the end of
  *   a drain is seen through it: the N-th `message.state → done`, announced after its commit.
  * Every other setting is the shipped default, except the executor concurrency a workload asks for.
+ *
+ * It is the compiled package (dist/, what `npm install` gives an app), not the TypeScript sources:
+ * `npm run bench` builds it first. Sources run through tsx would also start the maintenance
+ * worker thread through tsx, whose start-up alone is a second of CPU in the middle of a run.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Subscription } from 'rxjs';
-import { createSpool, type Handler, type Inspect, type Spool } from '../../../src/index.js';
+import { createSpool, type Handler, type Inspect, type Spool } from '../../../dist/src/index.js';
 import type { Durability, Payload } from '../common.js';
 import type { BenchSystem, OpenOptions, QueueHandle } from './types.js';
 
