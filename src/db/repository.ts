@@ -85,7 +85,7 @@ const ROW_COLUMNS = `seq, coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, p
 
 /** The claim's candidate query (queue, limit); exported so a test can check its query plan. */
 export const CANDIDATES_SQL = `SELECT ${ROW_COLUMNS} FROM messages
-     WHERE queue = ? AND state = 'pending' AND ready = 1
+     WHERE queue = ? AND state = 'pending' AND ready = 1 AND head = 1
      ORDER BY priority DESC, visible_at, seq LIMIT ?`;
 
 /** Promotes due delayed rows (now); exported for the query-plan test. */

@@ -67,6 +67,27 @@ export const messages = sqliteTable(
     updatedAt: integer('updated_at').notNull(),
     /** When the row reached done or dead: the clock that retention counts from. */
     finishedAt: integer('finished_at'),
+    /**
+     * The message group (SQS MessageGroupId): within a group, messages are handed out in send
+     * order, one at a time. Null for ungrouped messages.
+     */
+    grp: text('grp'),
+    /**
+     * 1 when the message may be claimed within its group: always for ungrouped messages; for a
+     * grouped one, only while it is its group's oldest live message (the group's head).
+     */
+    head: integer('head').notNull().default(1),
+    /** SQS message attributes, JSON `{ name: { type, value } }` (binary values in base64). */
+    attributes: text('attributes'),
+    /** The queue a dead-letter queue's message came from (SQS redrive). */
+    sourceQueue: text('source_queue'),
+    /** The first hand-out (SQS ApproximateFirstReceiveTimestamp), epoch ms. */
+    firstDeliveredAt: integer('first_delivered_at'),
+    /** The schedule that sent the message, and the tick (epoch ms) it was sent for. */
+    schedule: text('schedule'),
+    scheduledFor: integer('scheduled_for'),
+    /** The message's committed transitions, compact JSON (see runtime/history.ts); null when off. */
+    history: text('history'),
     snapshot: text('snapshot').generatedAlwaysAs(SNAPSHOT_SQL, { mode: 'virtual' }),
     /** The public id, for people reading the table by hand: computed, never stored or indexed. */
     id: text('id').generatedAlwaysAs(sql`coalesce(legacy_id, CAST(seq AS TEXT))`, { mode: 'virtual' }),
@@ -76,7 +97,11 @@ export const messages = sqliteTable(
     // The claim path: one seek per queue, in the exact ORDER BY of the claim, no temp B-tree.
     index('messages_claim')
       .on(t.queue, sql`${t.priority} DESC`, t.visibleAt, t.seq)
-      .where(sql`${t.state} = 'pending' AND ${t.ready} = 1`),
+      .where(sql`${t.state} = 'pending' AND ${t.ready} = 1 AND ${t.head} = 1`),
+    // A group's live messages in send order: the next head when the current one leaves.
+    index('messages_group')
+      .on(t.queue, t.grp, t.seq)
+      .where(sql`${t.grp} IS NOT NULL AND ${t.state} IN ('pending', 'activating', 'processing')`),
     // Promotion of delayed rows and the nearest visible-at timer.
     index('messages_delayed').on(t.visibleAt).where(sql`${t.state} = 'pending' AND ${t.ready} = 0`),
     // In-flight rows: boot recovery, lease expiry.
@@ -113,7 +138,79 @@ export const counters = sqliteTable(
 export const queues = sqliteTable('queues', {
   name: text('name').primaryKey(),
   createdAt: integer('created_at').notNull(),
+  /**
+   * 'push' for a queue that sends created (it has a handler, or will); 'sqs' for one made by
+   * `queues.create` (SQS shape: the push runtime never claims it without a handler). Not a
+   * setting: no settings layer can change it.
+   */
+  kind: text('kind', { enum: ['push', 'sqs'] }).notNull().default('push'),
+  /** 1 for a FIFO queue (name ends in .fifo); fixed at create. */
+  fifo: integer('fifo').notNull().default(0),
+  /** SQS queue tags, JSON `{ key: value }`. */
+  tags: text('tags'),
+  updatedAt: integer('updated_at'),
 });
+
+/**
+ * FIFO deduplication (SQS): a deduplication id (or body hash) is remembered for the queue's
+ * dedupeWindowMs from the send, whatever state its message reaches; a second send inside the
+ * window returns the first message's id.
+ */
+export const dedupeWindow = sqliteTable(
+  'dedupe_window',
+  {
+    queue: text('queue').notNull(),
+    key: text('key').notNull(),
+    seq: integer('seq').notNull(),
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.key] }), index('dedupe_window_expires').on(t.expiresAt)],
+);
+
+/**
+ * Durable schedules (cron or every-N-ms), managed by name. `cursor` is the last tick sent: it is
+ * advanced by compare-and-set in the same transaction as that tick's message, so no tick is ever
+ * sent twice, across crashes, restarts and processes.
+ */
+export const schedules = sqliteTable(
+  'schedules',
+  {
+    name: text('name').primaryKey(),
+    /** JSON of the schedule's spec: cron or everyMs, tz, queue, payload, startAt, missed. */
+    spec: text('spec').notNull(),
+    enabled: integer('enabled').notNull().default(1),
+    /** everyMs schedules tick at anchor + k × everyMs. */
+    anchor: integer('anchor').notNull(),
+    /** The last tick sent (epoch ms); null before the first. */
+    cursor: integer('cursor'),
+    /** The next tick due (epoch ms), for the one timer across all schedules. */
+    nextAt: integer('next_at'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [index('schedules_next').on(t.nextAt).where(sql`${t.enabled} = 1`)],
+);
+
+/**
+ * The timelines of finished messages whose rows were deleted (done, purged, swept), kept for the
+ * dashboard's message page until `history.retentionMs` passes.
+ */
+export const messageHistory = sqliteTable(
+  'message_history',
+  {
+    seq: integer('seq').primaryKey(),
+    id: text('id').notNull(),
+    queue: text('queue').notNull(),
+    /** The state it ended in ('done', or the state it was removed from). */
+    state: text('state').notNull(),
+    /** Why the row went: 'done', 'purged', 'swept', 'deleted'. */
+    reason: text('reason').notNull(),
+    timeline: text('timeline').notNull(),
+    createdAt: integer('created_at').notNull(),
+    finishedAt: integer('finished_at').notNull(),
+  },
+  (t) => [index('message_history_finished').on(t.finishedAt)],
+);
 
 /**
  * Settings overrides: one row holding the override document and a version that grows on every

@@ -95,7 +95,7 @@ if (port) {
       });
       return;
     }
-    runSweep(repo, db.sqlite, message.plan, { pause, removed: (rows) => post({ t: 'removed', rows }) }).then(
+    runSweep(repo, db.sqlite, message.plan, { pause, removed: (rows) => post({ t: 'removed', rows }), checkpointSteps: false }).then(
       (result) => post({ t: 'swept', id: message.id, result }),
       (error: unknown) => {
         const coded = toStorageError(error);

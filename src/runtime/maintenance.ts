@@ -206,6 +206,7 @@ export function createMaintenance(deps: {
         if (closed) throw new SpoolError('CLOSED', 'The spool closed during the maintenance sweep');
       },
       removed: (rows) => deps.removed?.(rows),
+      checkpointSteps: true,
     });
   }
 

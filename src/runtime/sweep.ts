@@ -44,7 +44,12 @@ export async function runSweep(
   repo: Repository,
   sqlite: Database.Database,
   plan: SweepPlan,
-  io: { pause(lastStepMs: number): Promise<void>; removed(rows: RemovedRow[]): void },
+  io: {
+    pause(lastStepMs: number): Promise<void>;
+    removed(rows: RemovedRow[]): void;
+    /** True where no other thread checkpoints (the in-thread fallback): checkpoint each batch then. */
+    checkpointSteps: boolean;
+  },
 ): Promise<SweepResult> {
   let longest = 0;
   let last = 0;
@@ -71,8 +76,9 @@ export async function runSweep(
       if (rows.length === 0) return total;
       io.removed(rows);
       await io.pause(last);
+      if (!io.checkpointSteps) continue;
       // Checkpoint each batch's few pages as a step of its own, so that no later checkpoint
-      // has ~1000 pages to copy at once.
+      // has ~1000 pages to copy at once inside a commit.
       await timed(() => repo.checkpointPassive());
       await io.pause(last);
     }
@@ -89,9 +95,15 @@ export async function runSweep(
     await timed(() => repo.incrementalVacuum(step));
     freedPages += step;
     await io.pause(last);
+    if (!io.checkpointSteps) continue;
     await timed(() => repo.checkpointPassive());
     await io.pause(last);
   }
-  if (freedPages > 0 || deleted > 0) await timed(() => repo.checkpointTruncate());
+  if (freedPages > 0 || deleted > 0) {
+    // Copy first (no lock needed), so that the truncation, which waits for writers, is brief.
+    await timed(() => repo.checkpointPassive());
+    await io.pause(last);
+    await timed(() => repo.checkpointTruncate());
+  }
   return { deleted, freedPages, longestBatchMs: Math.round(longest * 100) / 100 };
 }
