@@ -50,6 +50,15 @@ export interface NewMessage {
   ready: 0 | 1;
   dedupeKey: string | null;
   now: number;
+  /** Message group (FIFO); its head flag is decided at insert. */
+  group?: string | null;
+  /** SQS message attributes, as stored (JSON). */
+  attributes?: string | null;
+  /** The queue a dead-lettered message came from. */
+  sourceQueue?: string | null;
+  /** The schedule that sent it, and the tick. */
+  schedule?: string | null;
+  scheduledFor?: number | null;
 }
 
 /** The columns a transition writes, all derived from the machine's next state. */
@@ -105,10 +114,13 @@ export function createRepository(db: DbHandle) {
   const deltas = attachCounters(sqlite);
   const insert = sqlite.prepare(
     `INSERT INTO messages (seq, queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
-       last_error, priority, ready, dedupe_key, created_at, updated_at)
-     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for)
+     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'activating', 'processing') DO NOTHING`,
   );
+  const groupHeadOf = sqlite
+    .prepare(`SELECT seq FROM messages WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing') ORDER BY seq LIMIT 1`)
+    .pluck();
   const liveByKey = sqlite.prepare(
     `SELECT coalesce(legacy_id, CAST(seq AS TEXT)) FROM messages
      WHERE queue = ? AND dedupe_key = ? AND state IN ('pending', 'activating', 'processing')`,
@@ -168,6 +180,13 @@ export function createRepository(db: DbHandle) {
         row.dedupeKey,
         row.now,
         row.now,
+        row.group ?? null,
+        // A grouped message heads its group only when the group has no other live message.
+        row.group == null || groupHeadOf.get(row.queue, row.group) === undefined ? 1 : 0,
+        row.attributes ?? null,
+        row.sourceQueue ?? null,
+        row.schedule ?? null,
+        row.scheduledFor ?? null,
       );
       if (info.changes !== 1) return undefined;
       deltas.add(row.queue, 'pending', 1);
