@@ -17,7 +17,10 @@
  * - REJECT       activating | processing → dead at once (NonRetryableError, NO_CONSUMER, CORRUPT_ROW).
  * - DROP         activating → done (the seed's "no consumer: delete the request").
  * - DEFER        processing → pending at `retryAt` without charging an attempt (RetryAfterError,
- *                a pull consumer's abort).
+ *                a pull consumer's abort, a visibility timeout of 0, an expired lease on an SQS
+ *                queue: SQS charges only receives).
+ * - EXTEND       processing → processing with a new `leaseExpiresAt` (a pull consumer's extend(),
+ *                SQS ChangeMessageVisibility).
  * - RECOVER      activating | processing → pending at boot (reconciliation). `crashed: true` (the
  *                process died with it in flight) counts a crash, and → dead with CRASH_LOOP once
  *                `crashes` reaches `maxCrashes`; `crashed: false` (abandoned by a graceful stop)
@@ -66,6 +69,7 @@ export type MessageEvent =
   | { type: 'REJECT'; at: number; error: StoredError }
   | { type: 'DROP'; at: number }
   | { type: 'DEFER'; at: number; retryAt: number }
+  | { type: 'EXTEND'; at: number; leaseExpiresAt: number }
   | { type: 'RECOVER'; at: number; maxCrashes: number; crashed: boolean }
   | { type: 'REQUEUE'; at: number };
 
@@ -166,6 +170,10 @@ export const messageMachine = setup({
         DEFER: {
           target: 'pending',
           actions: assign(({ event }) => ({ visibleAt: event.retryAt, leaseExpiresAt: null })),
+        },
+        EXTEND: {
+          target: 'processing',
+          actions: assign(({ event }) => ({ leaseExpiresAt: event.leaseExpiresAt })),
         },
         RECOVER: [
           { guard: 'crashLoop', target: 'dead', actions: 'crashed' },

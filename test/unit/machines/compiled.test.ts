@@ -24,6 +24,7 @@ const EVENT_SAMPLES: Record<MessageEvent['type'], MessageEvent[]> = {
   REJECT: [{ type: 'REJECT', at: 14, error: boom }],
   DROP: [{ type: 'DROP', at: 15 }],
   DEFER: [{ type: 'DEFER', at: 16, retryAt: 777 }],
+  EXTEND: [{ type: 'EXTEND', at: 19, leaseExpiresAt: 99_999 }],
   RECOVER: [1, 2, 4].flatMap((maxCrashes) => [true, false].map((crashed) => ({ type: 'RECOVER' as const, at: 17, maxCrashes, crashed }))),
   REQUEUE: [{ type: 'REQUEUE', at: 18 }],
 };

@@ -130,6 +130,13 @@ describe('message machine', () => {
     expect(stepper.persist(dropped).status).toBe('done');
   });
 
+  it('EXTEND keeps processing and moves only the lease deadline; refused elsewhere', () => {
+    const extended = stepper.step(processing(), { type: 'EXTEND', at: 30, leaseExpiresAt: 9_999 });
+    expect(stateOf(extended)).toBe('processing');
+    expect(extended.context).toEqual({ ...processing().context, leaseExpiresAt: 9_999 });
+    expect(() => stepper.step(stepper.initial({ visibleAt: 0 }), { type: 'EXTEND', at: 1, leaseExpiresAt: 2 })).toThrow(IllegalTransitionError);
+  });
+
   it('DEFER returns processing to pending at retryAt without charging an attempt', () => {
     const deferred = stepper.step(processing(), { type: 'DEFER', at: 20, retryAt: 4_242 });
     expect(stateOf(deferred)).toBe('pending');
@@ -190,7 +197,7 @@ describe('message machine', () => {
       [
         'pending',
         () => stepper.initial({ visibleAt: 0 }),
-        [start(), { type: 'COMPLETE', at: 1 }, fail(3, 1), { type: 'REJECT', at: 1, error: boom }, { type: 'DROP', at: 1 }, { type: 'DEFER', at: 1, retryAt: 2 }, recover(3), { type: 'REQUEUE', at: 1 }],
+        [start(), { type: 'COMPLETE', at: 1 }, fail(3, 1), { type: 'REJECT', at: 1, error: boom }, { type: 'DROP', at: 1 }, { type: 'DEFER', at: 1, retryAt: 2 }, recover(3), { type: 'REQUEUE', at: 1 }, { type: 'EXTEND', at: 1, leaseExpiresAt: 2 }],
       ],
       [
         'activating',
