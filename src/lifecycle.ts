@@ -16,6 +16,7 @@ import { BUSY_GIVE_UP_MS, RETRY_DELAY_MS, toStorageError } from './runtime/commi
 import type { Handler } from './runtime/handler.js';
 import { createSupervisor, DRAIN_GRACE_MS, type SupervisorRuntime } from './runtime/supervisor.js';
 import type { SettingsRuntime } from './settings/store.js';
+import type { QueueDirectory } from './queues/directory.js';
 import type { Storage } from './storage.js';
 
 /** Where a spool is in its life. */
@@ -32,6 +33,7 @@ export interface LifecycleDeps {
   bus: EventBus;
   consumers: ReadonlyMap<string, Handler>;
   operations: Operations;
+  directory: QueueDirectory;
 }
 
 /** Creates the lifecycle (idle: nothing opened, nothing started). */
@@ -59,6 +61,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       consumers: deps.consumers,
       inspect: opts.inspect,
       random: opts.random,
+      directory: deps.directory,
     });
     return supervisor;
   }

@@ -20,6 +20,7 @@ import { createProducer } from './producer.js';
 import type { Handler } from './runtime/handler.js';
 import type { MessageInfo } from './runtime/message-codec.js';
 import { createSettingsStore, type SettingsStore } from './settings/store.js';
+import { createQueueDirectory } from './queues/directory.js';
 import { createStorage } from './storage.js';
 import { assertQueueName, type SendOptions } from './validate.js';
 
@@ -79,6 +80,7 @@ export function createSpool(options: SpoolOptions): Spool {
   const bus = createEventBus(() => clock.now());
   const consumers = new Map<string, Handler>();
   const storage = createStorage(opts, bus);
+  const directory = createQueueDirectory(() => storage.open().queues, () => settings.get(), () => clock.now());
   const settings = createSettingsStore({
     config: opts.config,
     clock,
@@ -101,7 +103,7 @@ export function createSpool(options: SpoolOptions): Spool {
     pools: () => lifecycle.ensureSupervisor().pools(),
     requeued: (queue) => lifecycle.supervisor?.noteSent(queue, null),
   });
-  const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations });
+  const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations, directory });
   const producer = createProducer({ opts, storage, settings, bus, runtime: () => lifecycle.supervisor });
   const watch = createWatch(bus, (id) => {
     try {

@@ -4,6 +4,7 @@
  * the database is closed, so no call after close() meets a raw "connection is not open".
  */
 import { openDatabase, type DbHandle } from './db/client.js';
+import { createQueuesRepository, type QueuesRepository } from './db/queues-repository.js';
 import { createRepository, type Repository } from './db/repository.js';
 import { isBusy, isFull, runTransaction } from './db/transaction.js';
 import { SpoolError } from './errors.js';
@@ -15,6 +16,8 @@ import { createCommitter, toStorageError, type Committer } from './runtime/commi
 export interface OpenStorage {
   db: DbHandle;
   repo: Repository;
+  /** The queue registry and the FIFO deduplication window. */
+  queues: QueuesRepository;
   committer: Committer;
 }
 
@@ -43,7 +46,8 @@ export function createStorage(opts: ResolvedOptions, bus: EventBus): Storage {
     if (closed) throw new SpoolError('CLOSED', 'The spool is closed');
     if (!opened) {
       const db = openDatabase(opts.path, opts.durability);
-      opened = { db, repo: createRepository(db), committer: createCommitter(db.sqlite, bus, opts.clock, () => db.intact()) };
+      const repo = createRepository(db);
+      opened = { db, repo, queues: createQueuesRepository(db, repo.counters), committer: createCommitter(db.sqlite, bus, opts.clock, () => db.intact()) };
     }
     return opened;
   }

@@ -6,6 +6,7 @@
  */
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
+import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
 import { attachCounters } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
@@ -32,6 +33,14 @@ export interface MessageRow {
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
+  /** The message group, or null. */
+  grp: string | null;
+  /** Stored SQS message attributes (JSON text), or null. */
+  attributes: string | null;
+  sourceQueue: string | null;
+  firstDeliveredAt: number | null;
+  schedule: string | null;
+  scheduledFor: number | null;
 }
 
 /** A deleted row, as announced by `message.removed`. */
@@ -65,6 +74,10 @@ export interface NewMessage {
 export interface RowTransition {
   seq: number;
   queue: string;
+  /** The row's group: when it leaves the live states, the group's next message heads it. */
+  group?: string | null;
+  /** A hand-out: sets first_delivered_at unless already set. */
+  handedOut?: boolean;
   /** Fences: the write lands only if the row is still in this state with this lease token. */
   expectState: MessageState;
   expectToken: string | null;
@@ -90,7 +103,11 @@ export function seqOf(id: string): number | undefined {
 const ROW_COLUMNS = `seq, coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, payload, state, failures, attempt,
   deliveries, crashes, visible_at AS visibleAt, lease_expires_at AS leaseExpiresAt, last_error AS lastError,
   priority, lease_token AS leaseToken, owner, created_at AS createdAt, updated_at AS updatedAt,
-  finished_at AS finishedAt`;
+  finished_at AS finishedAt, grp, attributes, source_queue AS sourceQueue, first_delivered_at AS firstDeliveredAt,
+  schedule, scheduled_for AS scheduledFor`;
+
+/** Exported for the query builders of pull consumers (where filters) and the admin listing. */
+export { ROW_COLUMNS };
 
 /** The claim's candidate query (queue, limit); exported so a test can check its query plan. */
 export const CANDIDATES_SQL = `SELECT ${ROW_COLUMNS} FROM messages
@@ -133,12 +150,39 @@ export function createRepository(db: DbHandle) {
   const candidates = sqlite.prepare(CANDIDATES_SQL);
   const write = sqlite.prepare(
     `UPDATE messages SET state = ?, failures = ?, attempt = ?, deliveries = ?, crashes = ?, visible_at = ?,
-       lease_expires_at = ?, last_error = ?, ready = ?, lease_token = ?, owner = ?, finished_at = ?, updated_at = ?
+       lease_expires_at = ?, last_error = ?, ready = ?, lease_token = ?, owner = ?, finished_at = ?, updated_at = ?,
+       first_delivered_at = coalesce(first_delivered_at, ?)
      WHERE seq = ? AND state = ? AND lease_token IS ?`,
   );
+  const promoteHead = sqlite.prepare(
+    `UPDATE messages SET head = 1 WHERE head = 0 AND seq = (SELECT seq FROM messages WHERE queue = ? AND grp = ?
+       AND state IN ('pending', 'activating', 'processing') ORDER BY seq LIMIT 1) RETURNING queue`,
+  ).pluck();
+  const expiredLeases = sqlite.prepare(
+    `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at <= ?
+       AND owner IS NOT NULL AND owner != '${ABANDONED}' ORDER BY lease_expires_at LIMIT ?`,
+  );
+  const nextLeaseExpiry = sqlite.prepare(
+    `SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at IS NOT NULL
+       AND owner IS NOT NULL AND owner != '${ABANDONED}'`,
+  ).pluck();
+  const moveQueue = sqlite.prepare(
+    `UPDATE messages SET queue = ?, source_queue = ?, dedupe_key = NULL, updated_at = ? WHERE seq = ? AND state = ? AND queue = ?`,
+  );
+  // A group's oldest live message is its head, every other one waits (see the head column).
+  const rehead = sqlite.prepare(
+    `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')))
+       WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')`,
+  );
+  const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
+  const statements = new Map<string, Database.Statement>();
   const abandon = sqlite.prepare(`UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
   const remove = sqlite.prepare('DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?');
-  const inflight = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') LIMIT ?`);
+  // The push runtime's own rows (owner null, or 'stopped' when a graceful stop abandoned them):
+  // a pull consumer's lease keeps its deadline across the owner's restart.
+  const inflight = sqlite.prepare(
+    `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') AND (owner IS NULL OR owner = '${ABANDONED}') LIMIT ?`,
+  );
   const bySeq = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ?`);
   const byLegacyId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE legacy_id = ?`);
   const counts = sqlite.prepare("SELECT scope AS queue, name AS state, n FROM counters WHERE scope != '' AND n > 0 ORDER BY scope, name");
@@ -151,15 +195,18 @@ export function createRepository(db: DbHandle) {
     const removed = orm
       .delete(messages)
       .where(inArray(messages.seq, seqs))
-      .returning({ seq: messages.seq, legacyId: messages.legacyId, queue: messages.queue, state: messages.state })
+      .returning({ seq: messages.seq, legacyId: messages.legacyId, queue: messages.queue, state: messages.state, grp: messages.grp })
       .all();
     return removed.map((r) => {
       deltas.add(r.queue, r.state, -1);
+      if (r.grp !== null && LIVE.includes(r.state)) promoteHead.all(r.queue, r.grp);
       return { id: idOf(r.seq, r.legacyId), queue: r.queue, state: r.state };
     });
   }
 
   return {
+    /** This connection's counters (shared with the other repositories on it). */
+    counters: deltas,
     /** Inserts a pending row; its seq, or undefined when a live row already holds its dedupe key. */
     insert(row: NewMessage): number | undefined {
       const c = row.context;
@@ -241,6 +288,7 @@ export function createRepository(db: DbHandle) {
           t.owner,
           done ? t.now : null,
           t.now,
+          t.handedOut ? t.now : null,
           t.seq,
           t.expectState,
           t.expectToken,
@@ -248,6 +296,7 @@ export function createRepository(db: DbHandle) {
       if (changed && t.state !== t.expectState) {
         deltas.add(t.queue, t.expectState, -1);
         deltas.add(t.queue, t.state, 1);
+        if (t.group != null && !LIVE.includes(t.state)) promoteHead.all(t.queue, t.group);
       }
       return changed;
     },
@@ -256,12 +305,57 @@ export function createRepository(db: DbHandle) {
       return abandon.run(seq, token).changes === 1;
     },
     /** Deletes a row if still in `state` under `token`; false when stale. */
-    remove(seq: number, queue: string, state: MessageState, token: string | null): boolean {
+    remove(seq: number, queue: string, state: MessageState, token: string | null, group: string | null = null): boolean {
       const removed = remove.run(seq, state, token).changes === 1;
-      if (removed) deltas.add(queue, state, -1);
+      if (removed) {
+        deltas.add(queue, state, -1);
+        if (group !== null && LIVE.includes(state)) promoteHead.all(queue, group);
+      }
       return removed;
     },
-    /** In-flight rows (for boot recovery), through the partial index: no table scan at boot. */
+    /** In-flight rows whose pull lease ran out by `now`, oldest deadline first. */
+    expiredLeases(now: number, limit: number): MessageRow[] {
+      return expiredLeases.all(now, limit) as MessageRow[];
+    },
+    /** The nearest pull lease deadline, or null. */
+    nextLeaseExpiry(): number | null {
+      return (nextLeaseExpiry.get() as number | null | undefined) ?? null;
+    },
+    /** The nearest delayed row of one queue, or null. */
+    nextDelayedIn(queue: string): number | null {
+      return (nextDelayedIn.get(queue) as number | null | undefined) ?? null;
+    },
+    /**
+     * Moves a row to another queue (a dead-letter queue, or back from one), keeping its id, body
+     * and attributes; false when it moved on. Its old group gets its next head; in the new queue
+     * it heads its group only if that group has no live message there.
+     */
+    move(row: { seq: number; queue: string; state: MessageState; grp: string | null }, to: string, sourceQueue: string | null, now: number): boolean {
+      const moved = moveQueue.run(to, sourceQueue, now, row.seq, row.state, row.queue).changes === 1;
+      if (moved) {
+        deltas.add(row.queue, row.state, -1);
+        deltas.add(to, row.state, 1);
+        if (row.grp !== null) {
+          rehead.run(row.queue, row.grp);
+          rehead.run(to, row.grp);
+        }
+      }
+      return moved;
+    },
+    /** Recomputes a group's head (after a dead letter of it comes back to life). */
+    rehead(queue: string, group: string): void {
+      rehead.run(queue, group);
+    },
+    /** A statement prepared once per SQL text (the query builders' dynamic SQL). */
+    statement(text: string): Database.Statement {
+      let st = statements.get(text);
+      if (!st) {
+        if (statements.size > 200) statements.clear();
+        statements.set(text, (st = sqlite.prepare(text)));
+      }
+      return st;
+    },
+    /** The push runtime's in-flight rows (for boot recovery), through the partial index: no table scan at boot. */
     inflight(limit: number): MessageRow[] {
       return inflight.all(limit) as MessageRow[];
     },
@@ -367,6 +461,12 @@ const rowSelection = {
   createdAt: messages.createdAt,
   updatedAt: messages.updatedAt,
   finishedAt: messages.finishedAt,
+  grp: messages.grp,
+  attributes: messages.attributes,
+  sourceQueue: messages.sourceQueue,
+  firstDeliveredAt: messages.firstDeliveredAt,
+  schedule: messages.schedule,
+  scheduledFor: messages.scheduledFor,
 };
 
 /** The repository's type. */

@@ -71,6 +71,12 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
     const byPool = new Map<string, string[]>();
     for (const queue of queues.hot) {
       if (ctx.paused[queue]) continue;
+      // A queue that queues.create made is consumed by pull unless it has a handler: the push
+      // runtime never claims it (and never dead-letters its messages as NO_CONSUMER).
+      if (!consumers.has(queue) && deps.directory.isSqs(queue)) {
+        queues.hot.delete(queue);
+        continue;
+      }
       const pool = pools.poolOf(queue);
       if ((free[pool] ?? 0) <= 0) continue;
       let list = byPool.get(pool);
@@ -166,6 +172,7 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
       seq: row.seq,
       id: row.id,
       queue: row.queue,
+      grp: row.grp,
       pool,
       token,
       state: processing,

@@ -11,7 +11,7 @@ import { crashPoint } from '../crash-points.js';
 import { policyFor } from '../settings/schema.js';
 import type { Outcome } from './handler.js';
 import type { Leases } from './leases.js';
-import { transitionRow } from './message-codec.js';
+import { announce as announceLog, applyTransition, type Announcement } from './transitions.js';
 import type { Announcer, Inflight, SupervisorDeps } from './types.js';
 
 /** What settling needs besides the shared dependencies. */
@@ -27,7 +27,7 @@ export interface SettleParts {
 /** Creates the settle step. */
 export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
   const { repo, committer, clock, events, settings } = deps;
-  const { leases, announce } = parts;
+  const { leases } = parts;
 
   function settle(entry: Inflight, outcome: Outcome) {
     if (entry.settled) {
@@ -45,12 +45,17 @@ export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
     committer.enqueue({
       kind: 'transition',
       run: () => {
+        const log: Announcement[] = [];
         if (to === 'done') crashPoint('complete.beforeCommit');
-        return to === 'done' && !keepDone
-          ? repo.remove(entry.seq, entry.queue, 'processing', entry.token)
-          : repo.write(transitionRow(entry, { state: 'processing', token: entry.token }, next, { token: null, owner: null }, now));
+        if (to === 'done' && !keepDone) {
+          const ok = repo.remove(entry.seq, entry.queue, 'processing', entry.token, entry.grp);
+          if (ok) log.push({ kind: 'state', id: entry.id, queue: entry.queue, from: 'processing', to: 'done', attempt: next.context.attempt });
+          return { ok, log };
+        }
+        const ok = applyTransition(repo, entry, entry.state, entry.token, event, now, log, deps.directory.dlqOf) !== undefined;
+        return { ok, log };
       },
-      committed: (ok) => {
+      committed: ({ ok, log }) => {
         leases.delete(entry);
         if (!ok) {
           entry.actor?.stop();
@@ -59,11 +64,18 @@ export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
         }
         entry.actor?.send(event);
         if (to !== 'done') entry.actor?.stop();
-        if (outcome.kind === 'fail' || outcome.kind === 'reject') announce.error(entry.id, entry.queue, outcome.error, now);
-        announce.state(entry.id, entry.queue, 'processing', to, entry.message.attempt, now);
-        if (to === 'done') crashPoint('complete.afterCommit');
-        else if (to === 'dead') crashPoint('dead.afterCommit');
-        else {
+        announceLog(events, log, now);
+        if (to === 'done') {
+          crashPoint('complete.afterCommit');
+          // Its group's next message heads the group now: claimable.
+          if (entry.grp !== null) parts.retryAt(entry.queue, now, now);
+        } else if (to === 'dead') {
+          crashPoint('dead.afterCommit');
+          // Moved to its dead-letter queue as a new pending message: that queue has work now.
+          const moved = log.find((a) => a.kind === 'state' && a.to === 'pending');
+          if (moved) parts.retryAt(moved.queue, now, now);
+          if (entry.grp !== null) parts.retryAt(entry.queue, now, now);
+        } else {
           crashPoint('retry.scheduled');
           parts.retryAt(entry.queue, next.context.visibleAt, now);
         }

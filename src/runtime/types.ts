@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import type { MessageRow, Repository } from '../db/repository.js';
 import type { EventBus } from '../events.js';
 import type { SettingsRuntime } from '../settings/store.js';
+import type { QueueDirectory } from '../queues/directory.js';
 import type { Committer } from './committer.js';
 import type { Handler, Message } from './handler.js';
 import type { ActorRefFrom } from 'xstate';
@@ -26,6 +27,8 @@ export interface SupervisorDeps {
   consumers: ReadonlyMap<string, Handler>;
   inspect: Inspect | undefined;
   random: () => number;
+  /** Queue kinds and attributes (registry and settings). */
+  directory: QueueDirectory;
 }
 
 /** A message in flight in this process: claimed, committed, handed to its handler. */
@@ -33,6 +36,8 @@ export interface Inflight {
   seq: number;
   id: string;
   queue: string;
+  /** The message group, or null. */
+  grp: string | null;
   pool: string;
   token: string;
   /** The committed `processing` state (the row's context). */

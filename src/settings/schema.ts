@@ -24,8 +24,58 @@ const queuePolicyShape = {
   maxCrashes: z.number().int().min(1).max(1_000_000),
 };
 
+/**
+ * SQS queue attributes (issue 12), in ms as everywhere in the library. On a queue that
+ * `queues.create` made, an absent key takes SQS's default (QUEUE_ATTRIBUTE_DEFAULTS); on any other
+ * queue it has no effect unless set.
+ */
+export const queueAttributesShape = {
+  /** The lease a receive or a pull consumer's wait takes by default. 0–43,200,000 (12 h). */
+  visibilityTimeoutMs: z.number().int().min(0).max(43_200_000),
+  /** The delay every send to the queue gets (FIFO: the only delay). 0–900,000 (15 min). */
+  delayMs: z.number().int().min(0).max(900_000),
+  /** How long a receive waits for messages by default (long polling). 0–20,000. */
+  receiveWaitMs: z.number().int().min(0).max(20_000),
+  /** The largest body plus attributes, bytes. 1,024–1,048,576; replaces the spool-wide limit. */
+  maxPayloadBytes: z.number().int().min(1024).max(1_048_576),
+  /** Messages older than this are deleted, in flight or not; false keeps them forever. */
+  retentionMs: z.union([z.number().int().min(60_000).max(1_209_600_000), z.literal(false)]),
+  /** Where messages that run out of receives (or attempts) go; false for nowhere. */
+  deadLetter: z.union([
+    z.strictObject({
+      queue: z.string().regex(QUEUE_NAME, 'queue names are 1–80 characters of [A-Za-z0-9._-]'),
+      maxReceiveCount: z.number().int().min(1).max(1000),
+    }),
+    z.literal(false),
+  ]),
+  /** FIFO: deduplicate by the body's hash when a send has no key. */
+  contentDedupe: z.boolean(),
+  /** FIFO: how long a deduplication id is remembered from its send. 1,000–86,400,000. */
+  dedupeWindowMs: z.number().int().min(1000).max(86_400_000),
+};
+
+/** SQS's defaults for the attributes of a queue made by `queues.create`. */
+export const QUEUE_ATTRIBUTE_DEFAULTS = {
+  visibilityTimeoutMs: 30_000,
+  delayMs: 0,
+  receiveWaitMs: 0,
+  maxPayloadBytes: 1_048_576,
+  retentionMs: 345_600_000 as number | false,
+  deadLetter: false as false | { queue: string; maxReceiveCount: number },
+  contentDedupe: false,
+  dedupeWindowMs: 300_000,
+};
+
 /** The settings of one queue; every key optional (absent: the spool-wide value applies). */
 const queueSettingsSchema = z.strictObject({
+  visibilityTimeoutMs: queueAttributesShape.visibilityTimeoutMs.optional(),
+  delayMs: queueAttributesShape.delayMs.optional(),
+  receiveWaitMs: queueAttributesShape.receiveWaitMs.optional(),
+  maxPayloadBytes: queueAttributesShape.maxPayloadBytes.optional(),
+  retentionMs: queueAttributesShape.retentionMs.optional(),
+  deadLetter: queueAttributesShape.deadLetter.optional(),
+  contentDedupe: queueAttributesShape.contentDedupe.optional(),
+  dedupeWindowMs: queueAttributesShape.dedupeWindowMs.optional(),
   executor: z.strictObject({ concurrency }).optional(),
   accepting: z.boolean().optional(),
   paused: z.boolean().optional(),

@@ -1,0 +1,72 @@
+/**
+ * What a queue is, asked many times a second on hot paths (send, claim, receive): its kind and
+ * FIFO flag from the registry (cached: they change only through `queues.create` and `delete`),
+ * and its SQS attributes from the live settings, with SQS's defaults for queues that
+ * `queues.create` made.
+ */
+import type { QueuesRepository, QueueRow } from '../db/queues-repository.js';
+import { QUEUE_ATTRIBUTE_DEFAULTS, queueSettings, type Settings } from '../settings/schema.js';
+
+/** A queue's attributes, resolved (ms; false: none / forever). */
+export interface ResolvedAttributes {
+  visibilityTimeoutMs: number;
+  delayMs: number;
+  receiveWaitMs: number;
+  /** null: the spool-wide maxPayloadBytes applies (a push queue without its own). */
+  maxPayloadBytes: number | null;
+  retentionMs: number | false;
+  deadLetter: false | { queue: string; maxReceiveCount: number };
+  contentDedupe: boolean;
+  dedupeWindowMs: number;
+}
+
+/** How long a kind read from the registry is trusted before it is read again, ms. */
+const RECHECK_MS = 1000;
+
+/** Creates the directory over the registry (opened on first use) and the live settings. */
+export function createQueueDirectory(registry: () => QueuesRepository, settings: () => Settings, now: () => number = Date.now) {
+  const cache = new Map<string, { row: QueueRow | undefined; at: number }>();
+
+  function row(queue: string): QueueRow | undefined {
+    const hit = cache.get(queue);
+    // An SQS queue stays one until deleted here; anything else may be created by another process.
+    if (hit && (hit.row?.kind === 'sqs' || now() - hit.at < RECHECK_MS)) return hit.row;
+    const found = registry().get(queue);
+    cache.set(queue, { row: found, at: now() });
+    return found;
+  }
+
+  return {
+    /** The registry row (kind, FIFO, tags), if the queue was ever used. */
+    row,
+    /** True when `queues.create` made the queue. */
+    isSqs: (queue: string) => row(queue)?.kind === 'sqs',
+    isFifo: (queue: string) => row(queue)?.fifo === true,
+    /** Forget what is cached about a queue (after a local create, update or delete). */
+    forget: (queue: string) => void cache.delete(queue),
+    /** The queue's attributes under the current settings. */
+    attributes(queue: string): ResolvedAttributes {
+      const own = queueSettings(settings(), queue);
+      const sqs = row(queue)?.kind === 'sqs';
+      return {
+        visibilityTimeoutMs: own?.visibilityTimeoutMs ?? QUEUE_ATTRIBUTE_DEFAULTS.visibilityTimeoutMs,
+        delayMs: own?.delayMs ?? QUEUE_ATTRIBUTE_DEFAULTS.delayMs,
+        receiveWaitMs: own?.receiveWaitMs ?? QUEUE_ATTRIBUTE_DEFAULTS.receiveWaitMs,
+        maxPayloadBytes: own?.maxPayloadBytes ?? (sqs ? QUEUE_ATTRIBUTE_DEFAULTS.maxPayloadBytes : null),
+        // A push queue keeps its messages unless it says otherwise; an SQS queue for 4 days.
+        retentionMs: own?.retentionMs ?? (sqs ? QUEUE_ATTRIBUTE_DEFAULTS.retentionMs : false),
+        deadLetter: own?.deadLetter ?? QUEUE_ATTRIBUTE_DEFAULTS.deadLetter,
+        contentDedupe: own?.contentDedupe ?? QUEUE_ATTRIBUTE_DEFAULTS.contentDedupe,
+        dedupeWindowMs: own?.dedupeWindowMs ?? QUEUE_ATTRIBUTE_DEFAULTS.dedupeWindowMs,
+      };
+    },
+    /** Where the queue's dead letters go, if anywhere. */
+    dlqOf(queue: string): string | null {
+      const dl = queueSettings(settings(), queue)?.deadLetter;
+      return dl ? dl.queue : null;
+    },
+  };
+}
+
+/** The directory's type. */
+export type QueueDirectory = ReturnType<typeof createQueueDirectory>;
