@@ -26,7 +26,13 @@ export type SpoolErrorCode =
   | 'STOPPED'
   | 'STORAGE_LOST'
   | 'HARD_LINKED'
-  | 'SUBSCRIBER_ERROR';
+  | 'SUBSCRIBER_ERROR'
+  | 'QUEUE_NOT_FOUND'
+  | 'QUEUE_EXISTS'
+  | 'INVALID_RECEIPT'
+  | 'MESSAGE_NOT_INFLIGHT'
+  | 'LEASE_EXPIRED'
+  | 'MAX_RECEIVES';
 
 /** The error every Spool API throws or rejects with. */
 export class SpoolError extends Error {

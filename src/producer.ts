@@ -7,7 +7,10 @@
 import { compiledMessageMachine as machine } from '../machines/compiled.js';
 import type { MessageContext } from '../machines/message.machine.js';
 import { crashPoint } from './crash-points.js';
+import type { QueuesRepository } from './db/queues-repository.js';
 import type { NewMessage, Repository } from './db/repository.js';
+import type { QueueDirectory, ResolvedAttributes } from './queues/directory.js';
+import { bodyBytes, checkAttributes, checkFifoId, checkSqsCharset, encodeAttributes } from './queues/message-attributes.js';
 import { SpoolError } from './errors.js';
 import type { EventBus } from './events.js';
 import type { ResolvedOptions } from './options.js';
@@ -18,19 +21,33 @@ import type { SettingsRuntime } from './settings/store.js';
 import type { Storage } from './storage.js';
 import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
 
+/** A row to insert, with what FIFO deduplication needs. */
+type PreparedRow = NewMessage & { windowKey: string | null; windowMs: number };
+
+/** What a queue's kind and attributes mean for the rows of one send. */
+interface QueueShape {
+  sqs: boolean;
+  fifo: boolean;
+  attrs: ResolvedAttributes;
+  /** The send's attributes, encoded once for every row, or null. */
+  attributes: string | null;
+  attributeBytes: number;
+}
+
 /** What the producer needs. */
 export interface ProducerDeps {
   opts: ResolvedOptions;
   storage: Storage;
   settings: SettingsRuntime;
   bus: EventBus;
+  directory: QueueDirectory;
   /** The supervisor, if one was created (started or not). */
   runtime(): SupervisorRuntime | undefined;
 }
 
 /** Creates the producer. */
 export function createProducer(deps: ProducerDeps) {
-  const { opts, storage, settings, bus } = deps;
+  const { opts, storage, settings, bus, directory } = deps;
   const { clock } = opts;
   const knownQueues = new Set<string>();
 
@@ -46,19 +63,63 @@ export function createProducer(deps: ProducerDeps) {
     return lastInitial.context;
   }
 
-  function prepareRow(queue: string, payload: unknown, o: SendOptions, s: Settings, now: number): NewMessage {
-    const json = serializePayload(payload, opts.maxPayloadBytes);
-    const visibleAt = o.runAt !== undefined ? Math.max(now, +o.runAt) : now + (o.delayMs ?? 0);
-    const dedupeKey = o.key !== undefined ? `key:${o.key}` : policyFor(s, queue).dedupe === 'content' ? contentKey(json) : null;
+  function prepareRow(queue: string, payload: unknown, o: SendOptions, s: Settings, now: number, shape: QueueShape): PreparedRow {
+    let json: string;
+    if (shape.sqs || shape.attrs.maxPayloadBytes !== null) {
+      // SQS counts the body as sent (a string's UTF-8 bytes) plus the attributes, against the
+      // queue's own limit, which replaces the spool-wide one.
+      json = serializePayload(payload, Number.MAX_SAFE_INTEGER);
+      if (shape.sqs) checkSqsCharset(payload);
+      const bytes = bodyBytes(payload, json) + shape.attributeBytes;
+      const limit = shape.attrs.maxPayloadBytes ?? opts.maxPayloadBytes;
+      if (bytes > limit) {
+        throw new SpoolError('INVALID_PAYLOAD', `Payload and attributes are ${bytes} bytes; queue "${queue}" takes at most ${limit} (maxPayloadBytes)`, {
+          details: { bytes, maxBytes: limit, reason: 'size' },
+        });
+      }
+    } else {
+      json = serializePayload(payload, opts.maxPayloadBytes);
+    }
+    const visibleAt = o.runAt !== undefined ? Math.max(now, +o.runAt) : now + (o.delayMs ?? shape.attrs.delayMs);
+    const contentDedupe = shape.fifo ? shape.attrs.contentDedupe : policyFor(s, queue).dedupe === 'content';
+    const dedupeKey = o.key !== undefined ? `key:${o.key}` : contentDedupe ? contentKey(json) : null;
     return {
       queue,
       payload: json,
       context: initialContext(visibleAt),
       priority: o.priority ?? 0,
       ready: visibleAt <= now ? 1 : 0,
-      dedupeKey,
+      // FIFO deduplication lives in its window (dedupe_window), not in the live-key index.
+      dedupeKey: shape.fifo ? null : dedupeKey,
+      windowKey: shape.fifo ? dedupeKey : null,
+      windowMs: shape.attrs.dedupeWindowMs,
       now,
+      group: o.group ?? null,
+      attributes: shape.attributes,
     };
+  }
+
+  /** What the queue's kind and attributes mean for a send; checks the options against them. */
+  function shapeOf(queue: string, o: SendOptions): QueueShape {
+    const row = directory.row(queue);
+    const sqs = row?.kind === 'sqs';
+    if (o.mustExist && !sqs) throw new SpoolError('QUEUE_NOT_FOUND', `Queue "${queue}" does not exist (queues.create never made it)`, { details: { queue } });
+    const fifo = row?.fifo === true;
+    const attrs = directory.attributes(queue);
+    if (o.group !== undefined) checkFifoId(o.group, 'group');
+    if (fifo) {
+      if (o.group === undefined) throw new SpoolError('INVALID_ARGUMENT', `Queue "${queue}" is FIFO: every send needs a group`, { details: { field: 'group' } });
+      if (o.delayMs !== undefined || o.runAt !== undefined) {
+        throw new SpoolError('INVALID_ARGUMENT', `Queue "${queue}" is FIFO: a message cannot have its own delay (set the queue's delayMs)`, { details: { field: 'delayMs' } });
+      }
+      if (o.priority !== undefined && o.priority !== 0) throw new SpoolError('INVALID_ARGUMENT', `Queue "${queue}" is FIFO: messages have no priorities`, { details: { field: 'priority' } });
+      if (o.key === undefined && !attrs.contentDedupe) {
+        throw new SpoolError('INVALID_ARGUMENT', `Queue "${queue}" is FIFO without contentDedupe: every send needs a key (its deduplication id)`, { details: { field: 'key' } });
+      }
+      if (o.key !== undefined) checkFifoId(o.key, 'key');
+    }
+    const checked = o.attributes === undefined ? undefined : checkAttributes(o.attributes);
+    return { sqs, fifo, attrs, attributes: checked && Object.keys(checked.attributes).length ? encodeAttributes(checked.attributes) : null, attributeBytes: checked?.bytes ?? 0 };
   }
 
   function admit(queue: string, s: Settings) {
@@ -69,8 +130,9 @@ export function createProducer(deps: ProducerDeps) {
   }
 
   /** Every payload as a row; a hole or an invalid item refuses the whole batch, naming the item. */
-  function prepareRows(queue: string, payloads: unknown[], o: SendOptions, s: Settings, now: number): NewMessage[] {
-    const rows: NewMessage[] = [];
+  function prepareRows(queue: string, payloads: unknown[], o: SendOptions, s: Settings, now: number): PreparedRow[] {
+    const shape = shapeOf(queue, o);
+    const rows: PreparedRow[] = [];
     // A plain loop, not map(): map() skips the holes of a sparse array, which would store fewer
     // rows than the caller sent and resolve null ids for the holes.
     for (let i = 0; i < payloads.length; i++) {
@@ -78,7 +140,7 @@ export function createProducer(deps: ProducerDeps) {
         if (!(i in payloads)) {
           throw new SpoolError('INVALID_PAYLOAD', 'Payload is a hole in a sparse array, not a JSON value', { details: { path: '$', reason: 'json' } });
         }
-        rows.push(prepareRow(queue, payloads[i], o, s, now));
+        rows.push(prepareRow(queue, payloads[i], o, s, now, shape));
       } catch (error) {
         if (error instanceof SpoolError && payloads.length > 1 && error.code === 'INVALID_PAYLOAD') {
           throw new SpoolError('INVALID_PAYLOAD', `Item ${i}: ${error.message}`, { cause: error, details: { ...error.details, index: i } });
@@ -93,7 +155,7 @@ export function createProducer(deps: ProducerDeps) {
    * Inserts rows inside a transaction; returns each row's id (an existing id on a dedupe hit) and
    * whether it is new.
    */
-  function insertRows(r: Repository, rows: NewMessage[], s: Settings, midBatch: boolean): { ids: string[]; fresh: boolean[] } {
+  function insertRows(r: Repository, q: QueuesRepository, rows: PreparedRow[], s: Settings, midBatch: boolean): { ids: string[]; fresh: boolean[] } {
     const fresh: boolean[] = [];
     const queue = rows[0]!.queue;
     if (!knownQueues.has(queue)) r.addQueue(queue, rows[0]!.now);
@@ -110,7 +172,17 @@ export function createProducer(deps: ProducerDeps) {
         });
       }
       if (midBatch && i === Math.floor(rows.length / 2)) crashPoint('batch.midInsert');
+      if (row.windowKey !== null) {
+        // FIFO: a deduplication id seen within the window returns the first message's id,
+        // whatever state that message is in by now.
+        const first = q.windowSeq(queue, row.windowKey, row.now);
+        if (first !== undefined) {
+          fresh.push(false);
+          return String(first);
+        }
+      }
       const seq = r.insert(row);
+      if (seq !== undefined && row.windowKey !== null) q.windowPut(queue, row.windowKey, seq, row.now + row.windowMs);
       fresh.push(seq !== undefined);
       if (seq !== undefined) {
         live += 1;
@@ -127,7 +199,7 @@ export function createProducer(deps: ProducerDeps) {
     try {
       assertQueueName(queue);
       const o = parseSendOptions(options);
-      const { repo: r, committer: c } = storage.open();
+      const { repo: r, queues: q, committer: c } = storage.open();
       const now = clock.now();
       refreshIfProducer(now);
       const s = settings.get();
@@ -143,7 +215,7 @@ export function createProducer(deps: ProducerDeps) {
           kind: 'send',
           run: () => {
             crashPoint('enqueue.beforeCommit');
-            return insertRows(r, rows, s, rows.length > 1);
+            return insertRows(r, q, rows, s, rows.length > 1);
           },
           committed: ({ ids, fresh }) => {
             knownQueues.add(queue);

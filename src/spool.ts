@@ -104,7 +104,7 @@ export function createSpool(options: SpoolOptions): Spool {
     requeued: (queue) => lifecycle.supervisor?.noteSent(queue, null),
   });
   const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations, directory });
-  const producer = createProducer({ opts, storage, settings, bus, runtime: () => lifecycle.supervisor });
+  const producer = createProducer({ opts, storage, settings, bus, directory, runtime: () => lifecycle.supervisor });
   const watch = createWatch(bus, (id) => {
     try {
       return storage.open().repo.byId(id);

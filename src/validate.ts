@@ -145,6 +145,12 @@ export const sendOptionsSchema = z
     runAt: z.union([z.date(), z.number().int().min(0)]).optional(),
     priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
     key: z.string().min(1).max(512).optional(),
+    /** Message group: in send order, one at a time per group (SQS MessageGroupId). */
+    group: z.string().min(1).max(128).optional(),
+    /** SQS message attributes (checked in queues/message-attributes.ts). */
+    attributes: z.record(z.string(), z.unknown()).optional(),
+    /** Refuse (QUEUE_NOT_FOUND) a queue that queues.create did not make, instead of creating a push queue. */
+    mustExist: z.boolean().optional(),
   })
   .refine((o) => o.delayMs === undefined || o.runAt === undefined, { message: 'give delayMs or runAt, not both' });
 
@@ -153,6 +159,8 @@ export type SendOptions = z.infer<typeof sendOptionsSchema>;
 
 /** Validates send options, throwing INVALID_ARGUMENT with the path and reason. */
 export function parseSendOptions(options: unknown): SendOptions {
+  // The common case (no options) needs no schema run.
+  if (options === undefined) return {};
   const result = sendOptionsSchema.safeParse(options ?? {});
   if (!result.success) throw new SpoolError('INVALID_ARGUMENT', `Invalid send options: ${describeZod(result.error)}`, { cause: result.error });
   return result.data;
