@@ -34,6 +34,10 @@ export interface LifecycleDeps {
   consumers: ReadonlyMap<string, Handler>;
   operations: Operations;
   directory: QueueDirectory;
+  /** A commit of this handle made a message of a queue claimable (wakes pull waiters). */
+  ready(queue: string): void;
+  /** Ends pull consumers' waits (at close). */
+  closePull(): void;
 }
 
 /** Creates the lifecycle (idle: nothing opened, nothing started). */
@@ -62,6 +66,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       inspect: opts.inspect,
       random: opts.random,
       directory: deps.directory,
+      ready: deps.ready,
     });
     return supervisor;
   }
@@ -135,6 +140,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       const errors: unknown[] = [];
       // Every step runs even if an earlier one throws (BullMQ's close()).
       for (const step of [
+        () => deps.closePull(),
         () => stopFor(timeoutMs),
         () => operations.existingMaintenance?.close(),
         () => storage.opened?.committer.close(),

@@ -41,6 +41,8 @@ export interface ProducerDeps {
   settings: SettingsRuntime;
   bus: EventBus;
   directory: QueueDirectory;
+  /** Rows of `queue` ready to claim were committed (wakes this handle's pull waiters). */
+  ready(queue: string): void;
   /** The supervisor, if one was created (started or not). */
   runtime(): SupervisorRuntime | undefined;
 }
@@ -227,6 +229,7 @@ export function createProducer(deps: ProducerDeps) {
             }
             const first = rows[0]!;
             if (!first.ready) supervisor?.noteSent(queue, first.context.visibleAt);
+            else deps.ready(queue);
             resolve(ids);
           },
           failed: reject,

@@ -20,7 +20,11 @@ import { createProducer } from './producer.js';
 import type { Handler } from './runtime/handler.js';
 import type { MessageInfo } from './runtime/message-codec.js';
 import { createSettingsStore, type SettingsStore } from './settings/store.js';
+import { createConsumer, type Consumer } from './pull/consumer.js';
+import { createPullEngine } from './pull/engine.js';
+import { createSqsCalls, type ReceivedMessage, type ReceiveOptions } from './pull/sqs.js';
 import { createQueueDirectory } from './queues/directory.js';
+import { createQueues, type Queues } from './queues/registry.js';
 import { createStorage } from './storage.js';
 import { assertQueueName, type SendOptions } from './validate.js';
 
@@ -63,6 +67,16 @@ export interface Spool {
   stop(options?: { timeoutMs?: number }): Promise<void>;
   /** Stops (as stop(), same timeout), releases the lock, closes the database, completes every observable. */
   close(options?: { timeoutMs?: number }): Promise<void>;
+  /** A Q4M-style owner-mode pull consumer (works in any process; needs no owner lock). */
+  consumer(options?: { id?: string }): Consumer;
+  /** SQS-shaped queues: create, list, get, update, delete, purge, tags, dead-letter sources, redrive. */
+  readonly queues: Queues;
+  /** Up to `max` (1–10) messages of an SQS queue under a visibility timeout, long-polling up to `waitMs`. */
+  receive(queue: string, options?: ReceiveOptions): Promise<ReceivedMessage[]>;
+  /** Deletes the message of a current receipt; a stale or gone one changes nothing (never throws for it). */
+  deleteMessage(queue: string, receipt: string): Promise<void>;
+  /** 0 makes a received message visible at once (no attempt charged); more extends its lease from now. */
+  changeVisibility(queue: string, receipt: string, ms: number): Promise<void>;
 }
 
 /**
@@ -101,10 +115,18 @@ export function createSpool(options: SpoolOptions): Spool {
     bus,
     clock,
     pools: () => lifecycle.ensureSupervisor().pools(),
-    requeued: (queue) => lifecycle.supervisor?.noteSent(queue, null),
+    requeued: (queue) => {
+      lifecycle.supervisor?.noteSent(queue, null);
+      pull.ready(queue);
+    },
   });
-  const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations, directory });
-  const producer = createProducer({ opts, storage, settings, bus, directory, runtime: () => lifecycle.supervisor });
+  const pull = createPullEngine({ storage, settings, directory, bus, clock, random: opts.random });
+  /** A commit of this handle made a message of `queue` claimable: wake its pull waiters. */
+  const ready = (queue: string) => pull.ready(queue);
+  const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations, directory, ready, closePull: () => pull.close() });
+  const producer = createProducer({ opts, storage, settings, bus, directory, ready, runtime: () => lifecycle.supervisor });
+  const queues = createQueues({ storage, settings, directory, clock, bus, ready: (queue) => (ready(queue), lifecycle.supervisor?.noteSent(queue, null)) });
+  const sqs = createSqsCalls(pull, directory, clock);
   const watch = createWatch(bus, (id) => {
     try {
       return storage.open().repo.byId(id);
@@ -143,5 +165,13 @@ export function createSpool(options: SpoolOptions): Spool {
     },
     stop: (stopOptions) => lifecycle.stop(stopOptions),
     close: (closeOptions) => lifecycle.close(closeOptions),
+    consumer(consumerOptions) {
+      if (lifecycle.closing) throw new SpoolError('CLOSED', 'The spool is closed');
+      return createConsumer(pull, directory, clock, consumerOptions);
+    },
+    queues,
+    receive: (queue, receiveOptions) => sqs.receive(queue, receiveOptions),
+    deleteMessage: (queue, receipt) => sqs.deleteMessage(queue, receipt),
+    changeVisibility: (queue, receipt, ms) => sqs.changeVisibility(queue, receipt, ms),
   };
 }

@@ -359,6 +359,10 @@ export function createRepository(db: DbHandle) {
     inflight(limit: number): MessageRow[] {
       return inflight.all(limit) as MessageRow[];
     },
+    /** One message by seq. */
+    bySeq(seq: number): MessageRow | undefined {
+      return bySeq.get(seq) as MessageRow | undefined;
+    },
     /** One message by id. */
     byId(id: string): MessageRow | undefined {
       const seq = seqOf(id);

@@ -73,6 +73,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     },
     retryAt(queue, visibleAt, now) {
       queues.heat(queue);
+      if (visibleAt <= now) deps.ready(queue);
       if (visibleAt > now) claimer.knowDelayed(visibleAt);
       // A retry due now (zero backoff, jitter drawing 0, RetryAfterError(0)): its queue became
       // hot only after this tick's claim ran, so ask for another claim rather than the poll.

@@ -29,6 +29,8 @@ export interface SupervisorDeps {
   random: () => number;
   /** Queue kinds and attributes (registry and settings). */
   directory: QueueDirectory;
+  /** A message of `queue` became claimable here (wakes this handle's pull waiters). */
+  ready(queue: string): void;
 }
 
 /** A message in flight in this process: claimed, committed, handed to its handler. */

@@ -1,0 +1,156 @@
+/**
+ * The pull engine of one spool handle: leases through the group committer (so concurrent waits
+ * and ends share commits, as sends and settles do), waits in the wait room when there is nothing
+ * to take, and settles leased messages by receipt. Both shapes build on it: Q4M owner-mode
+ * consumers (consumer.ts) and SQS receive/delete/visibility (sqs.ts). It needs no owner lock:
+ * any process can pull.
+ */
+import type { MessageMachineState } from '../../machines/compiled.js';
+import type { MessageEvent } from '../../machines/message.machine.js';
+import type { Clock } from '../clock.js';
+import type { MessageRow } from '../db/repository.js';
+import type { EventBus } from '../events.js';
+import type { QueueDirectory } from '../queues/directory.js';
+import { SpoolError } from '../errors.js';
+import { toStorageError } from '../runtime/committer.js';
+import { createLeaser, type LeaseRequest, type Leased, type Leaser } from '../runtime/lease.js';
+import { announce, type Announcement } from '../runtime/transitions.js';
+import type { SettingsRuntime } from '../settings/store.js';
+import type { Storage } from '../storage.js';
+import { createWaitRoom, type WaitRoom } from './wait-room.js';
+
+/** What the engine needs from its spool. */
+export interface PullEngineDeps {
+  storage: Storage;
+  settings: SettingsRuntime;
+  directory: QueueDirectory;
+  bus: EventBus;
+  clock: Clock;
+  random: () => number;
+}
+
+/** Creates the pull engine (nothing opened until first use). */
+export function createPullEngine(deps: PullEngineDeps) {
+  const { storage, settings, directory, bus, clock } = deps;
+  let leaser: Leaser | undefined;
+  let room: WaitRoom | undefined;
+  let closed = false;
+
+  function waitRoom(): WaitRoom {
+    room ??= createWaitRoom({ dbPath: storage.open().db.path, clock, pollIntervalMs: () => settings.get().processor.pollIntervalMs });
+    return room;
+  }
+
+  /** Runs `work` inside the next group commit; resolves with its result after the commit is announced. */
+  function run<T>(work: (l: Leaser, now: number, log: Announcement[]) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      try {
+        const { repo, committer } = storage.open();
+        leaser ??= createLeaser({ repo, settings, directory, random: deps.random });
+        const l = leaser;
+        let log: Announcement[] = [];
+        const now = clock.now();
+        committer.enqueue({
+          // A pull call reports a full disk at once, as a send does, rather than wait for room.
+          kind: 'send',
+          run: () => {
+            log = [];
+            return work(l, now, log);
+          },
+          committed: (result) => {
+            announce(bus, log, now);
+            // Messages that came back to pending (an abort, an expired lease): waiters may take them.
+            for (const a of log) if (a.kind === 'state' && a.to === 'pending') ready(a.queue);
+            resolve(result);
+          },
+          failed: reject,
+        });
+      } catch (error) {
+        reject(toStorageError(error));
+      }
+    });
+  }
+
+  /** A commit of this handle made a message of `queue` claimable. */
+  function ready(queue: string) {
+    room?.ready(queue);
+  }
+
+  /**
+   * Leases up to `req.max` messages, waiting until at least one is there, the clock reaches
+   * `until` (epoch ms, taken when the caller called; null: forever) or `signal` aborts. Resolves
+   * [] on a timeout or an abort; a lease that lands after its caller aborted is given back at
+   * once, so a caller that left holds nothing.
+   */
+  async function lease(req: LeaseRequest, options: { until: number | null; signal?: AbortSignal }): Promise<Leased[]> {
+    const deadline = options.until;
+    const queues = new Set(req.queues);
+    for (;;) {
+      if (closed) throw new SpoolError('CLOSED', 'The spool closed while a consumer waited');
+      if (options.signal?.aborted) return [];
+      const seen = room?.generation ?? 0;
+      const { leased, nextAt } = await run((l, now, log) => {
+        const taken = l.lease(req, now, log);
+        return { leased: taken, nextAt: taken.length ? null : nextEventAt(req.queues) };
+      });
+      if (options.signal?.aborted && leased.length) {
+        await giveBack(leased);
+        return [];
+      }
+      if (leased.length) return leased;
+      if (deadline !== null && clock.now() >= deadline) return [];
+      const until = deadline === null ? nextAt : nextAt === null ? deadline : Math.min(deadline, nextAt);
+      await waitRoom().wait(queues, until, options.signal, seen);
+    }
+  }
+
+  /** The nearest time a message of `queues` may become claimable by itself (a delay, a lease). */
+  function nextEventAt(queues: readonly string[]): number | null {
+    const { repo } = storage.open();
+    let at = leaser?.nextLeaseExpiry() ?? null;
+    for (const queue of queues) {
+      const delayed = repo.nextDelayedIn(queue);
+      if (delayed !== null && (at === null || delayed < at)) at = delayed;
+    }
+    return at;
+  }
+
+  /** Returns leased messages to pending at once, without charging anything. */
+  function giveBack(leased: Leased[]): Promise<unknown> {
+    return Promise.all(leased.map((m) => settle({ id: m.row.id, seq: m.row.seq, token: m.token }, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() }))));
+  }
+
+  /**
+   * Applies `event` to the message a lease (id, seq when known, token) names, if it still holds it.
+   * Resolves with the row as it was, or undefined for a stale receipt (nothing changed, and
+   * `message.stale` says so).
+   */
+  function settle(
+    lease: { id: string; seq: number | undefined; token: string },
+    event: (row: MessageRow, state: MessageMachineState) => MessageEvent | 'complete',
+  ): Promise<MessageRow | undefined> {
+    return run((l, now, log) => {
+      const seq = lease.seq ?? storage.open().repo.byId(lease.id)?.seq;
+      const row = seq === undefined ? undefined : l.settleLease(seq, lease.token, event, now, log);
+      if (!row && seq !== undefined) {
+        const current = storage.open().repo.bySeq(seq);
+        if (current) log.push({ kind: 'stale', id: current.id, queue: current.queue, attempt: current.attempt });
+      }
+      return row;
+    });
+  }
+
+  return {
+    lease,
+    settle,
+    ready,
+    /** Ends every wait (the spool is closing). */
+    close() {
+      closed = true;
+      room?.close();
+    },
+  };
+}
+
+/** The engine's type. */
+export type PullEngine = ReturnType<typeof createPullEngine>;

@@ -1,0 +1,122 @@
+/**
+ * Where pull consumers wait for messages, event-driven, never by busy polling:
+ * - this handle's own commits that make a message claimable (a send, a retry due now, an abort,
+ *   an expired lease, a requeue, a group's next head) wake the waiters of that queue at once;
+ * - another process's commits are seen through a file-system watch on the database's directory
+ *   (its -wal file changes at every commit), debounced by WATCH_DEBOUNCE_MS;
+ * - a waiter also wakes at the time it asked for (the nearest delayed message or lease expiry it
+ *   knows of, or its own timeout), and every `processor.pollIntervalMs` as a safety net, so an
+ *   idle waiter costs at most one query per poll interval.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { Clock, TimerHandle } from '../clock.js';
+import { MAX_TIMER_MS } from '../clock.js';
+
+/** How long a burst of file-system events is gathered into one wake-up, ms. */
+export const WATCH_DEBOUNCE_MS = 2;
+
+interface Waiter {
+  queues: ReadonlySet<string>;
+  wake(): void;
+}
+
+/** Creates the wait room for the database at `dbPath`. */
+export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs(): number }) {
+  const waiters = new Set<Waiter>();
+  let watcher: FSWatcher | undefined;
+  let debounce: NodeJS.Timeout | undefined;
+  let poll: TimerHandle | undefined;
+  let closed = false;
+  /** Grows at every wake-up, so a caller that checked for messages can tell one came since. */
+  let generation = 0;
+  const base = basename(o.dbPath);
+
+  function wakeAll() {
+    generation += 1;
+    for (const w of [...waiters]) w.wake();
+  }
+
+  function startWatching() {
+    if (watcher || closed) return;
+    try {
+      watcher = watch(dirname(o.dbPath), { persistent: false }, (_event, file) => {
+        if (file !== null && file !== base && file !== `${base}-wal`) return;
+        debounce ??= setTimeout(() => {
+          debounce = undefined;
+          wakeAll();
+        }, WATCH_DEBOUNCE_MS);
+      });
+      watcher.on('error', () => stopWatching());
+    } catch {
+      // No watch on this file system: the poll still wakes every waiter.
+      watcher = undefined;
+    }
+    schedulePoll();
+  }
+
+  function schedulePoll() {
+    if (poll !== undefined || closed) return;
+    poll = o.clock.setTimeout(() => {
+      poll = undefined;
+      if (waiters.size === 0) return;
+      wakeAll();
+      schedulePoll();
+    }, o.pollIntervalMs());
+  }
+
+  function stopWatching() {
+    watcher?.close();
+    watcher = undefined;
+    clearTimeout(debounce);
+    debounce = undefined;
+    if (poll !== undefined) o.clock.clearTimeout(poll);
+    poll = undefined;
+  }
+
+  return {
+    /** Wakes the waiters of `queue` (a commit of this handle made a message claimable there). */
+    ready(queue: string) {
+      generation += 1;
+      for (const w of [...waiters]) if (w.queues.has(queue)) w.wake();
+    },
+    /** The current generation: pass it to wait() to skip the wait if anything woke since. */
+    get generation() {
+      return generation;
+    },
+    /** Wakes every waiter. */
+    wakeAll,
+    /**
+     * Resolves when one of `queues` may have a message, at `until` (epoch ms, wall clock: the
+     * injected clock's timers), or when `signal` aborts, whichever comes first.
+     */
+    wait(queues: ReadonlySet<string>, until: number | null, signal?: AbortSignal, seen = generation): Promise<void> {
+      if (closed || signal?.aborted || seen !== generation) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        let timer: TimerHandle | undefined;
+        const waiter: Waiter = { queues, wake: () => done() };
+        const onAbort = () => done();
+        function done() {
+          if (!waiters.delete(waiter)) return;
+          if (timer !== undefined) o.clock.clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          if (waiters.size === 0) stopWatching();
+          resolve();
+        }
+        waiters.add(waiter);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        if (until !== null) timer = o.clock.setTimeout(done, Math.min(MAX_TIMER_MS, Math.max(0, until - o.clock.now())));
+        startWatching();
+      });
+    },
+    /** Ends every wait and stops watching. */
+    close() {
+      closed = true;
+      wakeAll();
+      stopWatching();
+    },
+  };
+}
+
+/** The wait room's type. */
+export type WaitRoom = ReturnType<typeof createWaitRoom>;

@@ -1,0 +1,301 @@
+/**
+ * SQS-shaped queues (`spool.queues`): create, list, get, update, delete, purge, tags, dead-letter
+ * sources and redrive. A queue's kind (made by `queues.create`) and FIFO flag live in the registry
+ * and never change through settings; its tunable attributes are settings under `queues.<name>`,
+ * so they are live, layered, observable, shown by `explain()` and editable from the CLI.
+ */
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { Clock } from '../clock.js';
+import type { RemovedRow } from '../db/repository.js';
+import { SpoolError } from '../errors.js';
+import type { EventBus } from '../events.js';
+import { QUEUE_ATTRIBUTE_DEFAULTS, queueAttributesShape } from '../settings/schema.js';
+import type { SettingsRuntime } from '../settings/store.js';
+import type { Storage } from '../storage.js';
+import { assertQueueName } from '../validate.js';
+import type { QueueDirectory } from './directory.js';
+
+/** A queue's attributes as the library speaks them (ms; null: none / forever). */
+export interface QueueAttributes {
+  visibilityTimeoutMs: number;
+  delayMs: number;
+  receiveWaitMs: number;
+  maxPayloadBytes: number;
+  /** null keeps messages forever. */
+  retentionMs: number | null;
+  deadLetter: { queue: string; maxReceiveCount: number } | null;
+  /** Fixed at create: the name ends in .fifo exactly when this is true. */
+  fifo: boolean;
+  contentDedupe: boolean;
+  dedupeWindowMs: number;
+}
+
+/** What `queues.get` returns. */
+export interface QueueInfo {
+  name: string;
+  fifo: boolean;
+  attributes: QueueAttributes;
+  tags: Record<string, string>;
+  counts: { visible: number; inFlight: number; delayed: number; dead: number };
+  /** Epoch ms. */
+  createdAt: number;
+  updatedAt: number;
+}
+
+type Tunable = Omit<QueueAttributes, 'fifo'>;
+const TUNABLE = ['visibilityTimeoutMs', 'delayMs', 'receiveWaitMs', 'maxPayloadBytes', 'retentionMs', 'deadLetter', 'contentDedupe', 'dedupeWindowMs'] as const;
+/** Messages moved per redrive transaction. */
+const REDRIVE_BATCH = 500;
+
+function invalid(message: string, details: Record<string, unknown>): SpoolError {
+  return new SpoolError('INVALID_ARGUMENT', message, { details });
+}
+
+/** Checks attributes given to create or update; returns them in settings form (false for none). */
+function checkAttributes(attributes: unknown, forCreate: boolean): { patch: Record<string, unknown>; fifo: boolean | undefined } {
+  if (attributes === undefined) return { patch: {}, fifo: undefined };
+  if (attributes === null || typeof attributes !== 'object' || Array.isArray(attributes)) throw invalid('Queue attributes must be an object', { field: 'attributes' });
+  const patch: Record<string, unknown> = {};
+  let fifo: boolean | undefined;
+  for (const [key, raw] of Object.entries(attributes as Record<string, unknown>)) {
+    if (key === 'fifo') {
+      if (typeof raw !== 'boolean') throw invalid(`fifo must be a boolean, got ${typeof raw}`, { field: 'fifo', value: raw });
+      if (!forCreate) throw invalid('fifo is fixed when a queue is created', { field: 'fifo' });
+      fifo = raw;
+      continue;
+    }
+    if (!(TUNABLE as readonly string[]).includes(key)) throw invalid(`Unknown queue attribute ${JSON.stringify(key)}`, { field: key });
+    // null is "none" for a dead-letter queue and "forever" for retention: false in the settings.
+    const value = raw === null && (key === 'retentionMs' || key === 'deadLetter') ? false : raw;
+    const schema = queueAttributesShape[key as keyof typeof queueAttributesShape] as z.ZodType;
+    const result = schema.safeParse(value);
+    if (!result.success) {
+      const issue = result.error.issues[0] as { message: string; minimum?: unknown; maximum?: unknown; path: PropertyKey[] } | undefined;
+      const field = [key, ...(issue?.path ?? []).map(String)].join('.');
+      throw invalid(`Queue attribute ${field}: ${issue?.message ?? 'invalid'} (got ${JSON.stringify(raw)})`, {
+        field,
+        value: raw,
+        ...(issue?.minimum !== undefined ? { min: Number(issue.minimum) } : {}),
+        ...(issue?.maximum !== undefined ? { max: Number(issue.maximum) } : {}),
+      });
+    }
+    patch[key] = value;
+  }
+  return { patch, fifo };
+}
+
+/** Tags: at most 50, keys 1–128 and values 0–256 characters. */
+function checkTags(tags: unknown): Record<string, string> {
+  if (tags === undefined) return {};
+  if (tags === null || typeof tags !== 'object' || Array.isArray(tags)) throw invalid('tags must be an object of string values', { field: 'tags' });
+  const entries = Object.entries(tags as Record<string, unknown>);
+  if (entries.length > 50) throw invalid(`A queue has at most 50 tags, got ${entries.length}`, { field: 'tags', max: 50 });
+  const out: Record<string, string> = {};
+  for (const [key, value] of entries) {
+    if (key.length < 1 || key.length > 128 || typeof value !== 'string' || value.length > 256) {
+      throw invalid(`Tag ${JSON.stringify(key.slice(0, 130))} needs a key of 1–128 characters and a string value of at most 256`, { field: 'tags', key: key.slice(0, 130) });
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+/** Creates the queues API. */
+export function createQueues(deps: {
+  storage: Storage;
+  settings: SettingsRuntime;
+  directory: QueueDirectory;
+  clock: Clock;
+  bus: EventBus;
+  /** A redriven or otherwise made-ready queue: waiters and the supervisor may take its messages. */
+  ready(queue: string): void;
+}) {
+  const { storage, settings, directory, clock, bus } = deps;
+
+  function attributesOf(name: string, fifo: boolean): QueueAttributes {
+    const a = directory.attributes(name);
+    return {
+      visibilityTimeoutMs: a.visibilityTimeoutMs,
+      delayMs: a.delayMs,
+      receiveWaitMs: a.receiveWaitMs,
+      maxPayloadBytes: a.maxPayloadBytes ?? QUEUE_ATTRIBUTE_DEFAULTS.maxPayloadBytes,
+      retentionMs: a.retentionMs === false ? null : a.retentionMs,
+      deadLetter: a.deadLetter === false ? null : a.deadLetter,
+      fifo,
+      contentDedupe: a.contentDedupe,
+      dedupeWindowMs: a.dedupeWindowMs,
+    };
+  }
+
+  function existing(name: string) {
+    assertQueueName(name);
+    const row = directory.row(name);
+    if (row?.kind !== 'sqs') throw new SpoolError('QUEUE_NOT_FOUND', `Queue "${name}" does not exist (queues.create never made it)`, { details: { queue: name } });
+    return row;
+  }
+
+  /** Dead-letter targets must exist and be of the same type (FIFO ↔ FIFO). */
+  function checkDeadLetter(patch: Record<string, unknown>, fifo: boolean, name: string) {
+    const dl = patch.deadLetter as { queue: string } | false | undefined;
+    if (!dl) return;
+    if (dl.queue === name) throw invalid('A queue cannot be its own dead-letter queue', { field: 'deadLetter.queue' });
+    const target = directory.row(dl.queue);
+    if (target?.kind !== 'sqs') throw new SpoolError('QUEUE_NOT_FOUND', `Dead-letter queue "${dl.queue}" does not exist`, { details: { queue: dl.queue, field: 'deadLetter.queue' } });
+    if (target.fifo !== fifo) throw invalid(`Dead-letter queue "${dl.queue}" must be ${fifo ? 'FIFO' : 'standard'}, as "${name}" is`, { field: 'deadLetter.queue' });
+  }
+
+  function info(name: string): QueueInfo {
+    const row = existing(name);
+    return {
+      name,
+      fifo: row.fifo,
+      attributes: attributesOf(name, row.fifo),
+      tags: row.tags,
+      counts: storage.open().queues.counts(name),
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+    };
+  }
+
+  /** Deletes every message of `name`, in any state, in batches; announces each. */
+  async function purgeAll(name: string, reason: 'purged' | 'deleted'): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { repo } = storage.open();
+      const removed: RemovedRow[] = storage.transaction(() => repo.purgeBatch(name, ['pending', 'activating', 'processing', 'dead', 'done'], 1000));
+      total += removed.length;
+      if (!bus.idle) for (const r of removed) bus.emit({ type: 'message.removed', id: r.id, queue: r.queue, from: r.state, reason, at: clock.now() });
+      if (removed.length < 1000) return total;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  return {
+    async create(name: string, attributes?: Partial<QueueAttributes>, options?: { tags?: Record<string, string> }): Promise<QueueInfo> {
+      assertQueueName(name);
+      const { patch, fifo: asked } = checkAttributes(attributes, true);
+      const tags = checkTags(options?.tags);
+      const fifo = asked ?? name.endsWith('.fifo');
+      if (fifo !== name.endsWith('.fifo')) {
+        throw invalid(fifo ? `A FIFO queue's name must end in .fifo, got "${name}"` : `Only a FIFO queue's name may end in .fifo: "${name}"`, { field: 'name' });
+      }
+      if (!fifo && (patch.contentDedupe !== undefined || patch.dedupeWindowMs !== undefined)) {
+        throw invalid('contentDedupe and dedupeWindowMs are for FIFO queues', { field: patch.contentDedupe !== undefined ? 'contentDedupe' : 'dedupeWindowMs' });
+      }
+      checkDeadLetter(patch, fifo, name);
+      const current = directory.row(name);
+      if (current?.kind === 'sqs') {
+        // Idempotent: the same attributes return the queue; different ones are QUEUE_EXISTS.
+        const have = attributesOf(name, current.fifo);
+        const defaults: QueueAttributes = { ...QUEUE_ATTRIBUTE_DEFAULTS, retentionMs: QUEUE_ATTRIBUTE_DEFAULTS.retentionMs || null, deadLetter: null, fifo };
+        const want = { ...defaults, ...Object.fromEntries(Object.entries(patch).map(([k, v]) => [k, v === false ? null : v])) } as QueueAttributes;
+        const differs = current.fifo !== fifo || TUNABLE.some((key) => JSON.stringify(have[key as keyof Tunable]) !== JSON.stringify(want[key as keyof Tunable] ?? have[key as keyof Tunable]));
+        if (differs) throw new SpoolError('QUEUE_EXISTS', `Queue "${name}" exists with other attributes`, { details: { queue: name } });
+        return info(name);
+      }
+      // Settings first: a crash before the registry row leaves settings of a queue not yet made,
+      // which a retried create finds equal.
+      if (Object.keys(patch).length) await settings.update({ queues: { [name]: patch } });
+      const now = clock.now();
+      storage.transaction(() => storage.open().queues.createSqs(name, fifo, tags, now));
+      directory.forget(name);
+      return info(name);
+    },
+    /** Names of the queues `queues.create` made, sorted; `prefix` matches case-sensitively. */
+    async list(options?: { prefix?: string }): Promise<string[]> {
+      const prefix = options?.prefix;
+      if (prefix !== undefined && typeof prefix !== 'string') throw invalid('prefix must be a string', { field: 'prefix' });
+      const names = storage.open().queues.listSqs();
+      return prefix ? names.filter((n) => n.startsWith(prefix)) : names;
+    },
+    async get(name: string): Promise<QueueInfo> {
+      return info(name);
+    },
+    async update(name: string, attributes: Partial<Omit<QueueAttributes, 'fifo'>>): Promise<QueueInfo> {
+      const row = existing(name);
+      const { patch } = checkAttributes(attributes, false);
+      if (!row.fifo && (patch.contentDedupe !== undefined || patch.dedupeWindowMs !== undefined)) {
+        throw invalid('contentDedupe and dedupeWindowMs are for FIFO queues', { field: patch.contentDedupe !== undefined ? 'contentDedupe' : 'dedupeWindowMs' });
+      }
+      checkDeadLetter(patch, row.fifo, name);
+      if (Object.keys(patch).length) await settings.update({ queues: { [name]: patch } });
+      const now = clock.now();
+      storage.transaction(() => storage.open().queues.touch(name, now));
+      directory.forget(name);
+      return info(name);
+    },
+    /** Deletes the queue, its settings and its messages. */
+    async delete(name: string): Promise<void> {
+      existing(name);
+      await purgeAll(name, 'deleted');
+      if (Object.hasOwn(settings.get().queues, name)) await settings.reset(['queues', name]);
+      storage.transaction(() => storage.open().queues.remove(name));
+      directory.forget(name);
+    },
+    /** Deletes every message of the queue, in flight included; resolves with how many. */
+    async purge(name: string): Promise<number> {
+      existing(name);
+      return purgeAll(name, 'purged');
+    },
+    async tags(name: string): Promise<Record<string, string>> {
+      return existing(name).tags;
+    },
+    async tag(name: string, tags: Record<string, string>): Promise<void> {
+      const row = existing(name);
+      const merged = checkTags({ ...row.tags, ...checkTags(tags) });
+      const now = clock.now();
+      storage.transaction(() => storage.open().queues.setTags(name, merged, now));
+      directory.forget(name);
+    },
+    async untag(name: string, keys: string[]): Promise<void> {
+      const row = existing(name);
+      if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'string')) throw invalid('untag takes an array of tag keys', { field: 'keys' });
+      const kept = Object.fromEntries(Object.entries(row.tags).filter(([k]) => !keys.includes(k)));
+      const now = clock.now();
+      storage.transaction(() => storage.open().queues.setTags(name, kept, now));
+      directory.forget(name);
+    },
+    /** Queues whose dead-letter queue is `name`. */
+    async deadLetterSources(name: string): Promise<string[]> {
+      existing(name);
+      return Object.entries(settings.get().queues)
+        .filter(([source, q]) => q.deadLetter && q.deadLetter.queue === name && directory.isSqs(source))
+        .map(([source]) => source)
+        .sort();
+    },
+    /**
+     * Moves a dead-letter queue's messages back to the queue each came from (or `destination`),
+     * keeping ids, bodies and attributes (SQS StartMessageMoveTask). Resolves when done.
+     */
+    async redrive(dlq: string, options: { destination?: string } = {}): Promise<{ taskId: string; moved: number }> {
+      existing(dlq);
+      if (options.destination !== undefined) existing(options.destination);
+      let moved = 0;
+      for (;;) {
+        const { repo } = storage.open();
+        const now = clock.now();
+        const touched = new Set<string>();
+        const batch = storage.transaction(() => {
+          const rows = repo.listByState('pending', dlq, REDRIVE_BATCH);
+          let n = 0;
+          for (const row of rows) {
+            const to = options.destination ?? row.sourceQueue;
+            if (!to || to === dlq) continue;
+            if (repo.move({ seq: row.seq, queue: dlq, state: 'pending', grp: row.grp }, to, null, now)) {
+              n += 1;
+              touched.add(to);
+            }
+          }
+          return { n, seen: rows.length };
+        });
+        moved += batch.n;
+        for (const queue of touched) deps.ready(queue);
+        if (batch.seen < REDRIVE_BATCH || batch.n === 0) return { taskId: randomUUID(), moved };
+      }
+    },
+  };
+}
+
+/** The queues API's type. */
+export type Queues = ReturnType<typeof createQueues>;

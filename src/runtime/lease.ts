@@ -1,0 +1,189 @@
+/**
+ * The pull primitive, beside the claim. A lease moves pending → activating → processing in one
+ * commit, as a claim does (each step computed by the machine), writes a new lease token (the
+ * receipt), the visibility deadline and the owner (the consumer), and counts a delivery. Every
+ * later change to a leased message is fenced on its token: a stale receipt changes nothing.
+ *
+ * Expired leases come back here too, in the same commit as the next lease that finds them:
+ * - on an SQS queue (made by `queues.create`) an expiry charges nothing (DEFER): SQS limits
+ *   deliveries only through a redrive policy's maxReceiveCount, checked at hand-out;
+ * - on any other queue it is a failed attempt (LEASE_EXPIRED) under maxAttempts and backoff.
+ * A message that would be handed out past its queue's maxReceiveCount moves to the dead-letter
+ * queue instead (CLAIM, REJECT with MAX_RECEIVES, then the move).
+ */
+import { randomUUID } from 'node:crypto';
+import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
+import type { MessageEvent } from '../../machines/message.machine.js';
+import { backoffDelay } from '../../machines/retry-policy.js';
+import type { MessageRow, Repository } from '../db/repository.js';
+import { CANDIDATES_SQL } from '../db/repository.js';
+import type { QueueDirectory } from '../queues/directory.js';
+import { policyFor } from '../settings/schema.js';
+import type { SettingsRuntime } from '../settings/store.js';
+import type { CompiledWhere } from '../pull/where.js';
+import { rowState, transitionRow } from './message-codec.js';
+import { applyTransition, type Announcement } from './transitions.js';
+
+/** The `owner` of a pull lease: who holds it. */
+export function pullOwner(consumerId: string): string {
+  return `pull:${consumerId}`;
+}
+
+/** What one lease call asks for. */
+export interface LeaseRequest {
+  /** In preference order: an earlier queue's message wins over a later one's. */
+  queues: readonly string[];
+  /** Messages to take at most (owner mode: 1; SQS receive: 1–10). */
+  max: number;
+  owner: string;
+  /** The lease (visibility timeout) for a message of `queue`, ms. */
+  leaseMs(queue: string): number;
+  where?: CompiledWhere;
+}
+
+/** A message handed out under a lease. */
+export interface Leased {
+  row: MessageRow;
+  /** The committed `processing` state. */
+  state: MessageMachineState;
+  token: string;
+  leaseExpiresAt: number;
+  payload: unknown;
+}
+
+/** The deadline and token of a lease (the token starts with the hand-out time, base 36). */
+export function handedOutAt(token: string): number | undefined {
+  const at = Number.parseInt(token.slice(0, token.indexOf('.')), 36);
+  return Number.isFinite(at) ? at : undefined;
+}
+
+/** Expired leases reclaimed per lease call, at most (the rest in later calls). */
+const EXPIRE_BATCH = 100;
+
+/** Creates the leaser over the repository, the settings and the queue directory. */
+export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime; directory: QueueDirectory; random: () => number }) {
+  const { repo, settings, directory } = deps;
+
+  /** The event an expired lease takes: free on an SQS queue, a failed attempt elsewhere. */
+  function expiryEvent(row: MessageRow, state: MessageMachineState, now: number): MessageEvent {
+    if (directory.isSqs(row.queue)) return { type: 'DEFER', at: now, retryAt: now };
+    const policy = policyFor(settings.get(), row.queue);
+    const delay = backoffDelay(policy.backoff, state.context.failures + 1, deps.random);
+    return {
+      type: 'FAIL',
+      at: now,
+      error: { code: 'LEASE_EXPIRED', message: `The lease of ${row.owner ?? 'a consumer'} ran out before it ended the message` },
+      maxAttempts: policy.maxAttempts,
+      retryAt: now + delay,
+    };
+  }
+
+  /** Returns due pull leases (of `queues`, or all) to pending; logs each change. */
+  function expireDue(now: number, log: Announcement[], queues?: ReadonlySet<string>): number {
+    let expired = 0;
+    for (const row of repo.expiredLeases(now, EXPIRE_BATCH)) {
+      if (queues && !queues.has(row.queue)) continue;
+      let state: MessageMachineState;
+      try {
+        state = rowState(row);
+      } catch {
+        continue; // A corrupt row is the claim's and recovery's to dead-letter.
+      }
+      if (applyTransition(repo, row, state, row.leaseToken, expiryEvent(row, state, now), now, log, directory.dlqOf)) expired += 1;
+    }
+    return expired;
+  }
+
+  function candidates(queue: string, limit: number, where: CompiledWhere | undefined): MessageRow[] {
+    if (!where) return repo.candidates(queue, limit);
+    const sql = CANDIDATES_SQL.replace('ORDER BY', `AND (${where.sql}) ORDER BY`);
+    return repo.statement(sql).all(queue, ...where.params, limit) as MessageRow[];
+  }
+
+  /** Inside a transaction: leases up to `req.max` messages. */
+  function lease(req: LeaseRequest, now: number, log: Announcement[]): Leased[] {
+    repo.promoteDue(now);
+    expireDue(now, log, new Set(req.queues));
+    const out: Leased[] = [];
+    for (const queue of req.queues) {
+      while (out.length < req.max) {
+        const want = req.max - out.length;
+        const rows = candidates(queue, want, req.where);
+        for (const row of rows) {
+          const taken = leaseRow(row, req, now, log);
+          if (taken) out.push(taken);
+        }
+        // Fewer rows than asked: the queue has no more for now. (A row redriven or taken by
+        // another consumer meanwhile may leave room: the next query finds the ones behind it.)
+        if (rows.length < want || out.length === req.max) break;
+      }
+      if (out.length === req.max) break;
+    }
+    return out;
+  }
+
+  function leaseRow(row: MessageRow, req: LeaseRequest, now: number, log: Announcement[]): Leased | undefined {
+    let pending: MessageMachineState;
+    let payload: unknown;
+    try {
+      pending = rowState(row);
+      payload = JSON.parse(row.payload);
+    } catch {
+      return undefined; // Unreadable: the push claim or boot recovery dead-letters it.
+    }
+    const activating = machine.step(pending, { type: 'CLAIM', at: now });
+    const redrive = directory.attributes(row.queue).deadLetter;
+    if (redrive && pending.context.deliveries >= redrive.maxReceiveCount) {
+      // Handing it out would pass maxReceiveCount: to the dead-letter queue instead (SQS redrive).
+      if (!repo.write({ ...transitionRow(row, { state: 'pending', token: null }, activating, { token: null, owner: null }, now), group: row.grp })) return undefined;
+      log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'pending', to: 'activating', attempt: activating.context.attempt });
+      const error = { code: 'MAX_RECEIVES', message: `Received ${pending.context.deliveries} times, the queue's maxReceiveCount` };
+      applyTransition(repo, row, activating, null, { type: 'REJECT', at: now, error }, now, log, directory.dlqOf);
+      return undefined;
+    }
+    const leaseExpiresAt = now + req.leaseMs(row.queue);
+    const processing = machine.step(activating, { type: 'START', at: now, leaseExpiresAt });
+    const token = `${now.toString(36)}.${randomUUID()}`;
+    const ok = repo.write({
+      ...transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: req.owner }, now),
+      group: row.grp,
+      handedOut: true,
+    });
+    if (!ok) return undefined;
+    log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'pending', to: 'activating', attempt: processing.context.attempt });
+    log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'activating', to: 'processing', attempt: processing.context.attempt });
+    return { row: { ...row, firstDeliveredAt: row.firstDeliveredAt ?? now, leaseToken: token }, state: processing, token, leaseExpiresAt, payload };
+  }
+
+  /**
+   * Inside a transaction: applies `event` to the leased message `seq` if `token` still holds it.
+   * Returns the row as it was, or undefined when the receipt is stale (changes nothing).
+   */
+  function settleLease(seq: number, token: string, event: (row: MessageRow, state: MessageMachineState) => MessageEvent | 'complete', now: number, log: Announcement[]): MessageRow | undefined {
+    const row = repo.bySeq(seq);
+    if (!row || row.state !== 'processing' || row.leaseToken !== token) return undefined;
+    let state: MessageMachineState;
+    try {
+      state = rowState(row);
+    } catch {
+      return undefined;
+    }
+    const chosen = event(row, state);
+    if (chosen === 'complete') {
+      const next = machine.step(state, { type: 'COMPLETE', at: now });
+      const keep = settings.get().retention.doneMs > 0;
+      const ok = keep
+        ? repo.write({ ...transitionRow(row, { state: 'processing', token }, next, { token: null, owner: null }, now), group: row.grp })
+        : repo.remove(row.seq, row.queue, 'processing', token, row.grp);
+      if (!ok) return undefined;
+      log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'processing', to: 'done', attempt: next.context.attempt });
+      return row;
+    }
+    return applyTransition(repo, row, state, token, chosen, now, log, directory.dlqOf, chosen.type === 'EXTEND' ? { token, owner: row.owner } : undefined) ? row : undefined;
+  }
+
+  return { lease, expireDue, settleLease, nextLeaseExpiry: () => repo.nextLeaseExpiry() };
+}
+
+/** The leaser's type. */
+export type Leaser = ReturnType<typeof createLeaser>;

@@ -1,0 +1,231 @@
+/**
+ * Q4M-shaped pull consumers (issue 12 §2): owner mode, end and abort, implicit end on the next
+ * wait, lease expiry then redelivery then dead-letter, extend, where filters, queue preference
+ * order, close, the async iterator, and push and pull competing for one queue.
+ */
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { isSpoolError, type SpoolEvent } from '../../src/index.js';
+import { rejection } from '../helpers/errors.js';
+import { nextEvent } from '../helpers/events.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
+import { createTestClock } from '../helpers/test-clock.js';
+
+const spools = useTempSpools();
+
+describe('owner-mode consumers', () => {
+  it('waits, owns one message, and end() completes it; wait() again ends the previous one first', async () => {
+    const spool = spools.open();
+    const consumer = spool.consumer({ id: 'worker-1' });
+    const [a, b] = await spool.sendBatch('jobs', [{ n: 1 }, { n: 2 }]);
+    const first = await consumer.wait<{ n: number }>('jobs', { timeoutMs: 1000 });
+    expect(first).toMatchObject({ id: a, queue: 'jobs', payload: { n: 1 }, attempt: 1, deliveries: 1 });
+    expect(first!.receipt).toMatch(new RegExp(`^${a}:`));
+    expect(await spool.get(a!)).toMatchObject({ state: 'processing' });
+    const second = await consumer.wait('jobs', { timeoutMs: 1000 });
+    expect(second?.id).toBe(b);
+    // Owner mode: waiting again ended (deleted) the first.
+    expect(await spool.get(a!)).toBeUndefined();
+    await consumer.end();
+    expect(await spool.get(b!)).toBeUndefined();
+    expect(await consumer.wait('jobs', { timeoutMs: 0 })).toBeNull();
+    await consumer.close();
+  });
+
+  it('abort() returns the message at once for others, with no attempt charged', async () => {
+    const spool = spools.open();
+    const one = spool.consumer();
+    const two = spool.consumer();
+    const id = await spool.send('jobs', { n: 1 });
+    expect((await one.wait('jobs', { timeoutMs: 100 }))?.id).toBe(id);
+    expect(await two.wait('jobs', { timeoutMs: 0 })).toBeNull();
+    await one.abort();
+    const again = await two.wait('jobs', { timeoutMs: 100 });
+    expect(again).toMatchObject({ id, attempt: 1, deliveries: 2 });
+  });
+
+  it('wakes a waiter at once when this handle sends, and resolves null at its timeout', async () => {
+    const spool = spools.open();
+    const consumer = spool.consumer();
+    const waiting = consumer.wait('later', {});
+    const id = await spool.send('later', { n: 1 });
+    expect((await waiting)?.id).toBe(id);
+    const clock = createTestClock();
+    const timed = spools.open({ clock }).consumer();
+    const nothing = timed.wait('empty', { timeoutMs: 500 });
+    clock.advance(500);
+    expect(await nothing).toBeNull();
+  });
+
+  it('takes earlier queues first, in claim order within a queue', async () => {
+    const spool = spools.open();
+    await spool.send('normal', { q: 'normal' });
+    await spool.send('urgent', { q: 'urgent', p: 0 });
+    await spool.send('urgent', { q: 'urgent', p: 9 }, { priority: 9 });
+    const consumer = spool.consumer();
+    const order: unknown[] = [];
+    for (let i = 0; i < 3; i++) order.push((await consumer.wait(['urgent', 'normal'], { timeoutMs: 100 }))?.payload);
+    expect(order).toEqual([{ q: 'urgent', p: 9 }, { q: 'urgent', p: 0 }, { q: 'normal' }]);
+  });
+
+  it('a lease that runs out returns the message (a failed attempt on a push queue), then dead after maxAttempts', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: { queues: { jobs: { maxAttempts: 2, backoff: { type: 'fixed', delayMs: 0, maxDelayMs: 0, jitter: false } } } } });
+    const crashed = spool.consumer({ id: 'crashed' });
+    const id = await spool.send('jobs', { n: 1 });
+    expect((await crashed.wait('jobs', { leaseMs: 1000, timeoutMs: 0 }))?.id).toBe(id);
+    clock.advance(1001);
+    const other = spool.consumer();
+    const second = await other.wait('jobs', { timeoutMs: 0 });
+    expect(second).toMatchObject({ id, attempt: 2, deliveries: 2 });
+    const info = await spool.get(id);
+    expect(info?.lastError).toMatchObject({ code: 'LEASE_EXPIRED' });
+    clock.advance(second!.leaseExpiresAt - clock.now() + 1);
+    // A third consumer finds the second lease expired too: its second failed attempt, so dead.
+    expect(await spool.consumer().wait('jobs', { timeoutMs: 0 })).toBeNull();
+    expect(await spool.get(id)).toMatchObject({ state: 'dead', lastError: { code: 'LEASE_EXPIRED' } });
+    // The stale owner's end() changes nothing: its receipt no longer holds the message.
+    const stale = nextEvent(spool.events$, (e) => e.type === 'message.stale' && e.id === id);
+    await crashed.end();
+    await stale;
+    expect(await spool.get(id)).toMatchObject({ state: 'dead' });
+  });
+
+  it('extend() moves the lease deadline, up to 12 h after the hand-out', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    const consumer = spool.consumer();
+    const id = await spool.send('jobs', { n: 1 });
+    await consumer.wait('jobs', { leaseMs: 1000, timeoutMs: 0 });
+    clock.advance(900);
+    await consumer.extend(5000);
+    clock.advance(4000);
+    expect(await spool.consumer().wait('jobs', { timeoutMs: 0 })).toBeNull();
+    expect((await spool.get(id))?.state).toBe('processing');
+    expect((await rejection(consumer.extend(43_200_000))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejection(consumer.extend(0))).code).toBe('INVALID_ARGUMENT');
+    await consumer.end();
+    expect((await rejection(consumer.extend(10))).code).toBe('MESSAGE_NOT_INFLIGHT');
+  });
+
+  it('filters on payload fields with where, with bound parameters only', async () => {
+    const spool = spools.open();
+    await spool.sendBatch('t', [
+      { region: 'us', size: 1 },
+      { region: 'eu', size: 5, meta: { tier: 'gold' } },
+      { region: 'eu', size: 2, meta: { tier: 'gold' } },
+      { region: 'eu', size: 1, meta: { tier: 'free' } },
+    ]);
+    const consumer = spool.consumer();
+    const m = await consumer.wait('t', { timeoutMs: 0, where: { region: 'eu', size: { lt: 3 }, 'meta.tier': 'gold' } });
+    expect(m?.payload).toEqual({ region: 'eu', size: 2, meta: { tier: 'gold' } });
+    await consumer.abort();
+    const inList = await consumer.wait('t', { timeoutMs: 0, where: { size: { in: [5] }, region: { ne: 'us' } } });
+    expect(inList?.payload).toMatchObject({ size: 5 });
+    await consumer.abort();
+  });
+
+  it('refuses hostile where paths and values before any query, leaving the store byte-identical', async () => {
+    const spool = spools.open();
+    await spool.sendBatch('t', [{ a: 1 }, { a: 2 }]);
+    const consumer = spool.consumer();
+    const digest = () => readDb(spools.path, (c) => createHash('sha256').update(JSON.stringify(c.prepare('SELECT * FROM messages ORDER BY seq').raw().all())).digest('hex'));
+    const before = digest();
+    const hostile: unknown[] = [
+      { "a') OR 1=1 --": 1 },
+      { 'a.b)': 1 },
+      { 'a--': 1 },
+      { $: 1 },
+      { 'a.$where': 1 },
+      { 'a\u0000b': 1 },
+      { a: { lt: { nested: 1 } } },
+      { a: { in: [] } },
+      { a: { regex: 'x' } },
+      { a: "1'; DROP TABLE messages; --\u0000" },
+      { a: Number.NaN },
+      { a: [1, 2] },
+      ['a'],
+      'a = 1',
+    ];
+    for (const where of hostile) {
+      const error = await rejection(consumer.wait('t', { timeoutMs: 0, where: where as never }));
+      expect(error.code, JSON.stringify(where)).toBe('INVALID_ARGUMENT');
+    }
+    // A quote in a bound value is just data: no match, no harm.
+    expect(await consumer.wait('t', { timeoutMs: 0, where: { a: "1' OR '1'='1" } })).toBeNull();
+    expect(digest()).toBe(before);
+  });
+
+  it('close() aborts what it owns and rejects a pending wait with CLOSED', async () => {
+    const spool = spools.open();
+    const owner = spool.consumer();
+    const id = await spool.send('jobs', { n: 1 });
+    await owner.wait('jobs', { timeoutMs: 0 });
+    const waiter = spool.consumer();
+    const pending = waiter.wait('other', {});
+    await waiter.close();
+    expect((await rejection(pending)).code).toBe('CLOSED');
+    await owner.close();
+    expect(await spool.get(id)).toMatchObject({ state: 'pending', attempt: 1, deliveries: 1 });
+    expect((await rejection(owner.wait('jobs', { timeoutMs: 0 }))).code).toBe('CLOSED');
+  });
+
+  it('messages() iterates, ending each message before the next', async () => {
+    const spool = spools.open();
+    await spool.sendBatch('jobs', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const consumer = spool.consumer();
+    const seen: unknown[] = [];
+    for await (const m of consumer.messages<{ n: number }>('jobs', { timeoutMs: 0 })) seen.push(m.payload.n);
+    expect(seen).toEqual([1, 2, 3]);
+    expect((await spool.stats()).queues.jobs).toBeUndefined();
+  });
+
+  it('competes safely with push handlers on one queue: no message is held by both', async () => {
+    const spool = spools.open({ config: { executor: { concurrency: 4 } } });
+    const pushed: string[] = [];
+    spool.register('shared', async (m) => {
+      pushed.push(m.id);
+      await new Promise((resolve) => setImmediate(resolve));
+    });
+    const ids = await spool.sendBatch('shared', Array.from({ length: 300 }, (_, n) => ({ n })));
+    const pulled: string[] = [];
+    const consumers = Array.from({ length: 4 }, () => spool.consumer());
+    const events: SpoolEvent[] = [];
+    spool.events$.subscribe((e) => events.push(e));
+    await spool.start();
+    await Promise.all(
+      consumers.map(async (c) => {
+        for (;;) {
+          const m = await c.wait('shared', { timeoutMs: 50 });
+          if (!m) return;
+          pulled.push(m.id);
+        }
+      }),
+    );
+    for (const c of consumers) await c.close();
+    await spool.stop();
+    const all = [...pushed, ...pulled];
+    expect(new Set(all).size).toBe(all.length);
+    expect(all.sort()).toEqual([...ids].sort());
+    expect(pulled.length).toBeGreaterThan(0);
+    expect(events.filter((e) => e.type === 'message.stale')).toEqual([]);
+  });
+
+  it('refuses bad arguments with coded errors', async () => {
+    const spool = spools.open();
+    const consumer = spool.consumer();
+    for (const [queues, options] of [
+      [[], {}],
+      ['bad name', {}],
+      ['q', { leaseMs: 0 }],
+      ['q', { leaseMs: 43_200_001 }],
+      ['q', { timeoutMs: -1 }],
+    ] as [string | string[], object][]) {
+      const error = await rejection(consumer.wait(queues, options));
+      expect(['INVALID_ARGUMENT', 'INVALID_QUEUE_NAME']).toContain(error.code);
+    }
+    expect(() => spool.consumer({ id: 'a b' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(isSpoolError(await rejection(consumer.extend(10)), 'MESSAGE_NOT_INFLIGHT')).toBe(true);
+  });
+});
