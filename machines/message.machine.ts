@@ -26,6 +26,8 @@
  *                `crashes` reaches `maxCrashes`; `crashed: false` (abandoned by a graceful stop)
  *                counts nothing, so stopping a spool can never crash-loop a healthy message.
  * - REQUEUE      dead → pending with failures, attempt and crashes reset (redrive).
+ * - REDRIVE      pending → pending with every count reset, as a new message's: a message moved back
+ *                from a dead-letter queue to its source (SQS restarts its receive count too).
  *
  * Invariants
  * - Deadlines are data (`visibleAt`, `leaseExpiresAt`), never `after:` timers: a restored snapshot
@@ -71,7 +73,8 @@ export type MessageEvent =
   | { type: 'DEFER'; at: number; retryAt: number }
   | { type: 'EXTEND'; at: number; leaseExpiresAt: number }
   | { type: 'RECOVER'; at: number; maxCrashes: number; crashed: boolean }
-  | { type: 'REQUEUE'; at: number };
+  | { type: 'REQUEUE'; at: number }
+  | { type: 'REDRIVE'; at: number };
 
 /** Names of the message states, as stored in the indexed `state` column. */
 export type MessageState = 'pending' | 'activating' | 'processing' | 'dead' | 'done';
@@ -117,6 +120,10 @@ export const messageMachine = setup({
   states: {
     pending: {
       on: {
+        REDRIVE: {
+          target: 'pending',
+          actions: assign(({ event }) => ({ failures: 0, attempt: 0, deliveries: 0, crashes: 0, visibleAt: event.at, leaseExpiresAt: null })),
+        },
         CLAIM: {
           target: 'activating',
           actions: assign(({ context }) => ({

@@ -88,7 +88,8 @@ export function createPullEngine(deps: PullEngineDeps) {
     for (;;) {
       if (closed) throw new SpoolError('CLOSED', 'The spool closed while a consumer waited');
       if (options.signal?.aborted) return [];
-      const seen = room?.generation ?? 0;
+      // Read before the attempt: a message made ready while it commits skips the wait below.
+      const seen = waitRoom().generation;
       const { leased, nextAt } = await run((l, now, log) => {
         const taken = l.lease(req, now, log);
         return { leased: taken, nextAt: taken.length ? null : nextEventAt(req.queues) };

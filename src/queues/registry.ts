@@ -15,6 +15,8 @@ import type { SettingsRuntime } from '../settings/store.js';
 import type { Storage } from '../storage.js';
 import { assertQueueName } from '../validate.js';
 import type { QueueDirectory } from './directory.js';
+import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
+import { rowState, transitionRow } from '../runtime/message-codec.js';
 
 /** A queue's attributes as the library speaks them (ms; null: none / forever). */
 export interface QueueAttributes {
@@ -71,18 +73,27 @@ function checkAttributes(attributes: unknown, forCreate: boolean): { patch: Reco
     const schema = queueAttributesShape[key as keyof typeof queueAttributesShape] as z.ZodType;
     const result = schema.safeParse(value);
     if (!result.success) {
-      const issue = result.error.issues[0] as { message: string; minimum?: unknown; maximum?: unknown; path: PropertyKey[] } | undefined;
+      const issue = result.error.issues[0] as { message: string; path: PropertyKey[] } | undefined;
       const field = [key, ...(issue?.path ?? []).map(String)].join('.');
-      throw invalid(`Queue attribute ${field}: ${issue?.message ?? 'invalid'} (got ${JSON.stringify(raw)})`, {
-        field,
-        value: raw,
-        ...(issue?.minimum !== undefined ? { min: Number(issue.minimum) } : {}),
-        ...(issue?.maximum !== undefined ? { max: Number(issue.maximum) } : {}),
-      });
+      throw invalid(`Queue attribute ${field}: ${issue?.message ?? 'invalid'} (got ${JSON.stringify(raw)})`, { field, value: raw, ...bounds(key) });
     }
     patch[key] = value;
   }
   return { patch, fifo };
+}
+
+/** The numeric range of an attribute, for error details. */
+function bounds(key: string): { min?: number; max?: number } {
+  const ranges: Record<string, [number, number]> = {
+    visibilityTimeoutMs: [0, 43_200_000],
+    delayMs: [0, 900_000],
+    receiveWaitMs: [0, 20_000],
+    maxPayloadBytes: [1024, 1_048_576],
+    retentionMs: [60_000, 1_209_600_000],
+    dedupeWindowMs: [1000, 86_400_000],
+  };
+  const range = ranges[key];
+  return range ? { min: range[0], max: range[1] } : {};
 }
 
 /** Tags: at most 50, keys 1–128 and values 0–256 characters. */
@@ -282,6 +293,15 @@ export function createQueues(deps: {
           for (const row of rows) {
             const to = options.destination ?? row.sourceQueue;
             if (!to || to === dlq) continue;
+            let state: MessageMachineState;
+            try {
+              state = rowState(row);
+            } catch {
+              continue;
+            }
+            // Its counts start over, as a new message's; then it changes queues, keeping its id.
+            const next = machine.step(state, { type: 'REDRIVE', at: now });
+            if (!repo.write({ ...transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now), group: row.grp })) continue;
             if (repo.move({ seq: row.seq, queue: dlq, state: 'pending', grp: row.grp }, to, null, now)) {
               n += 1;
               touched.add(to);

@@ -27,6 +27,7 @@ const EVENT_SAMPLES: Record<MessageEvent['type'], MessageEvent[]> = {
   EXTEND: [{ type: 'EXTEND', at: 19, leaseExpiresAt: 99_999 }],
   RECOVER: [1, 2, 4].flatMap((maxCrashes) => [true, false].map((crashed) => ({ type: 'RECOVER' as const, at: 17, maxCrashes, crashed }))),
   REQUEUE: [{ type: 'REQUEUE', at: 18 }],
+  REDRIVE: [{ type: 'REDRIVE', at: 20 }],
 };
 
 /** Contexts with counts on both sides of every threshold the guards compare. */

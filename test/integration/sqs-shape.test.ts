@@ -1,0 +1,221 @@
+/**
+ * The SQS shape of the library (issue 12 §3): queues with attributes (as settings), receive in
+ * batches under a visibility timeout, delete by receipt (stale receipts fenced), change of
+ * visibility, redrive to a dead-letter queue and back, message attributes, and the errors.
+ */
+import { describe, expect, it } from 'vitest';
+import { isSpoolError } from '../../src/index.js';
+import { rejection } from '../helpers/errors.js';
+import { nextEvent } from '../helpers/events.js';
+import { useTempSpools } from '../helpers/spool.js';
+import { createTestClock } from '../helpers/test-clock.js';
+
+const spools = useTempSpools();
+
+describe('queues', () => {
+  it('creates idempotently, lists by case-sensitive prefix, gets attributes and counts, updates and deletes', async () => {
+    const spool = spools.open();
+    const info = await spool.queues.create('orders', { visibilityTimeoutMs: 60_000 }, { tags: { team: 'a' } });
+    expect(info).toMatchObject({
+      name: 'orders',
+      fifo: false,
+      tags: { team: 'a' },
+      attributes: { visibilityTimeoutMs: 60_000, delayMs: 0, receiveWaitMs: 0, maxPayloadBytes: 1_048_576, retentionMs: 345_600_000, deadLetter: null, fifo: false },
+      counts: { visible: 0, inFlight: 0, delayed: 0, dead: 0 },
+    });
+    expect(await spool.queues.create('orders', { visibilityTimeoutMs: 60_000 })).toMatchObject({ name: 'orders' });
+    expect((await rejection(spool.queues.create('orders', { visibilityTimeoutMs: 5_000 }))).code).toBe('QUEUE_EXISTS');
+    await spool.queues.create('Orders-B');
+    await spool.queues.create('ord_x');
+    expect(await spool.queues.list({ prefix: 'ord' })).toEqual(['orders', 'ord_x'].sort());
+    expect(await spool.queues.list({ prefix: 'Ord' })).toEqual(['Orders-B']);
+    // Attributes are settings: live, layered, explained.
+    expect(spool.settings.get().queues.orders).toMatchObject({ visibilityTimeoutMs: 60_000 });
+    await spool.queues.update('orders', { visibilityTimeoutMs: 1_000, retentionMs: null });
+    expect((await spool.queues.get('orders')).attributes).toMatchObject({ visibilityTimeoutMs: 1_000, retentionMs: null });
+    expect(spool.settings.explain().find((e) => e.path.join('.') === 'queues.orders.visibilityTimeoutMs')).toMatchObject({ layer: 'override', value: 1_000 });
+    await spool.send('orders', { n: 1 });
+    await spool.send('orders', { n: 2 }, { delayMs: 60_000 });
+    expect((await spool.queues.get('orders')).counts).toEqual({ visible: 1, inFlight: 0, delayed: 1, dead: 0 });
+    await spool.queues.delete('orders');
+    expect((await rejection(spool.queues.get('orders'))).code).toBe('QUEUE_NOT_FOUND');
+    expect((await rejection(spool.receive('orders'))).code).toBe('QUEUE_NOT_FOUND');
+    expect(spool.settings.get().queues.orders).toBeUndefined();
+    expect((await spool.stats()).queues.orders).toBeUndefined();
+  });
+
+  it('refuses bad names and attributes, storing nothing', async () => {
+    const spool = spools.open();
+    const cases: [string, Promise<unknown>, string][] = [
+      ['fifo name without fifo', spool.queues.create('x.fifo', { fifo: false }), 'INVALID_ARGUMENT'],
+      ['fifo without .fifo', spool.queues.create('x', { fifo: true }), 'INVALID_ARGUMENT'],
+      ['visibility too long', spool.queues.create('a', { visibilityTimeoutMs: 43_200_001 }), 'INVALID_ARGUMENT'],
+      ['delay too long', spool.queues.create('a', { delayMs: 900_001 }), 'INVALID_ARGUMENT'],
+      ['wait too long', spool.queues.create('a', { receiveWaitMs: 20_001 }), 'INVALID_ARGUMENT'],
+      ['size too small', spool.queues.create('a', { maxPayloadBytes: 1_023 }), 'INVALID_ARGUMENT'],
+      ['retention too short', spool.queues.create('a', { retentionMs: 59_999 }), 'INVALID_ARGUMENT'],
+      ['unknown attribute', spool.queues.create('a', { colour: 'red' } as never), 'INVALID_ARGUMENT'],
+      ['dead-letter queue missing', spool.queues.create('a', { deadLetter: { queue: 'nope', maxReceiveCount: 3 } }), 'QUEUE_NOT_FOUND'],
+      ['dedupe on a standard queue', spool.queues.create('a', { contentDedupe: true }), 'INVALID_ARGUMENT'],
+      ['bad name', spool.queues.create("'; DROP TABLE queues;--"), 'INVALID_QUEUE_NAME'],
+    ];
+    for (const [name, promise, code] of cases) expect((await rejection(promise)).code, name).toBe(code);
+    const error = await rejection(spool.queues.create('a', { visibilityTimeoutMs: -1 }));
+    expect(error.details).toMatchObject({ field: 'visibilityTimeoutMs', min: 0, max: 43_200_000, value: -1 });
+    expect(await spool.queues.list()).toEqual([]);
+    expect(spool.settings.get().queues).toEqual({});
+  });
+});
+
+describe('receive, delete, change visibility', () => {
+  it('receives up to max in one commit, hides them for the visibility timeout, and deletes by receipt', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('q', { visibilityTimeoutMs: 30_000 });
+    const ids = await spool.sendBatch('q', Array.from({ length: 12 }, (_, n) => ({ n })));
+    const batch = await spool.receive('q', { max: 10 });
+    expect(batch.map((m) => m.id)).toEqual(ids.slice(0, 10));
+    expect(batch[0]).toMatchObject({ queue: 'q', body: { n: 0 }, receiveCount: 1, sentAt: clock.now(), firstReceivedAt: clock.now(), attributes: {}, sequence: Number(ids[0]) });
+    expect((await spool.receive('q', { max: 10 })).map((m) => m.id)).toEqual(ids.slice(10));
+    expect(await spool.receive('q', { max: 10 })).toEqual([]);
+    for (const m of batch) await spool.deleteMessage('q', m.receipt);
+    expect((await spool.queues.get('q')).counts).toEqual({ visible: 0, inFlight: 2, delayed: 0, dead: 0 });
+    // The rest come back after their visibility timeout, with their receive count grown.
+    clock.advance(30_001);
+    const again = await spool.receive('q', { max: 10 });
+    expect(again.map((m) => [m.id, m.receiveCount])).toEqual(ids.slice(10).map((id) => [id, 2]));
+  });
+
+  it('a stale receipt deletes nothing and never throws; garbage is INVALID_RECEIPT', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('q', { visibilityTimeoutMs: 1000 });
+    const id = await spool.send('q', 'hello');
+    const [first] = await spool.receive('q');
+    clock.advance(1001);
+    const [second] = await spool.receive('q');
+    expect(second!.id).toBe(id);
+    const stale = nextEvent(spool.events$, (e) => e.type === 'message.stale' && e.id === id);
+    await spool.deleteMessage('q', first!.receipt);
+    await stale;
+    expect((await spool.get(id))?.state).toBe('processing');
+    await spool.deleteMessage('q', second!.receipt);
+    expect(await spool.get(id)).toBeUndefined();
+    // Deleting again (an SDK retry) is fine; garbage is not.
+    await spool.deleteMessage('q', second!.receipt);
+    for (const bad of ['', 'nope', `${id}:`, ':abc', `${id}:not-a-token`]) expect((await rejection(spool.deleteMessage('q', bad))).code).toBe('INVALID_RECEIPT');
+  });
+
+  it('changeVisibility(0) returns a message at once, counting the receive but no attempt; more extends from now, up to 12 h', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('q');
+    const id = await spool.send('q', { n: 1 });
+    const [m] = await spool.receive('q');
+    await spool.changeVisibility('q', m!.receipt, 0);
+    const [back] = await spool.receive('q');
+    expect(back).toMatchObject({ id, receiveCount: 2 });
+    expect((await spool.get(id))?.attempt).toBe(1);
+    await spool.changeVisibility('q', back!.receipt, 100_000);
+    clock.advance(50_000);
+    expect(await spool.receive('q')).toEqual([]);
+    expect((await rejection(spool.changeVisibility('q', back!.receipt, 43_200_000))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejection(spool.changeVisibility('q', m!.receipt, 10))).code).toBe('MESSAGE_NOT_INFLIGHT');
+  });
+
+  it('long-polls: an empty receive waits for a send, and resolves [] at waitMs; an aborted one claims nothing', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('q');
+    const waiting = spool.receive('q', { waitMs: 20_000 });
+    const id = await spool.send('q', { n: 1 });
+    expect((await waiting).map((m) => m.id)).toEqual([id]);
+    const empty = spool.receive('q', { waitMs: 5_000 });
+    clock.advance(5_000);
+    expect(await empty).toEqual([]);
+    const abort = new AbortController();
+    const aborted = spool.receive('q', { waitMs: 20_000, signal: abort.signal });
+    abort.abort();
+    expect(await aborted).toEqual([]);
+    const late = await spool.send('q', { n: 2 });
+    expect((await spool.receive('q')).map((m) => m.id)).toEqual([late]);
+  });
+
+  it('an SQS queue without a handler is never claimed by a started spool (no NO_CONSUMER)', async () => {
+    const spool = spools.open({ config: { processor: { pollIntervalMs: 20 } } });
+    await spool.queues.create('pull-only');
+    await spool.start();
+    const id = await spool.send('pull-only', { n: 1 });
+    const poll = nextEvent(spool.events$, () => false, { timeoutMs: 100 }).catch(() => undefined);
+    await poll;
+    expect((await spool.get(id))?.state).toBe('pending');
+    expect((await spool.receive('pull-only')).map((m) => m.id)).toEqual([id]);
+  });
+});
+
+describe('dead-letter queues', () => {
+  it('moves a message past maxReceiveCount to the dead-letter queue, keeping id, body and attributes, and redrives it back', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('dlq');
+    await spool.queues.create('src', { visibilityTimeoutMs: 1000, deadLetter: { queue: 'dlq', maxReceiveCount: 2 } });
+    const id = await spool.send('src', 'poison', { attributes: { kind: { type: 'String', value: 'p' } } });
+    for (let i = 0; i < 2; i++) {
+      expect((await spool.receive('src')).map((m) => m.id)).toEqual([id]);
+      clock.advance(1001);
+    }
+    // The third receive would pass maxReceiveCount: the message moves instead.
+    expect(await spool.receive('src')).toEqual([]);
+    const [moved] = await spool.receive('dlq');
+    expect(moved).toMatchObject({ id, body: 'poison', sourceQueue: 'src', attributes: { kind: { type: 'String', value: 'p' } } });
+    expect(await spool.queues.deadLetterSources('dlq')).toEqual(['src']);
+    await spool.changeVisibility('dlq', moved!.receipt, 0);
+    expect(await spool.queues.redrive('dlq')).toMatchObject({ moved: 1 });
+    expect((await spool.receive('src')).map((m) => m.id)).toEqual([id]);
+  });
+
+  it('on a push queue with a dead-letter queue, running out of attempts moves the message there', async () => {
+    const spool = spools.open({ config: { queues: { jobs: { maxAttempts: 1 } } } });
+    await spool.queues.create('jobs-dlq');
+    await spool.settings.update({ queues: { jobs: { deadLetter: { queue: 'jobs-dlq', maxReceiveCount: 5 } } } });
+    spool.register('jobs', () => {
+      throw new Error('always');
+    });
+    await spool.start();
+    const arrived = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.queue === 'jobs-dlq' && e.to === 'pending');
+    const id = await spool.send('jobs', { n: 1 });
+    await arrived;
+    expect(await spool.get(id)).toMatchObject({ queue: 'jobs-dlq', state: 'pending' });
+  });
+});
+
+describe('sends to SQS queues', () => {
+  it('validates attributes as SQS does, counts them toward the size limit, and refuses unknown queues with mustExist', async () => {
+    const spool = spools.open();
+    await spool.queues.create('q', { maxPayloadBytes: 1024 });
+    const eleven = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`a${i}`, { type: 'String', value: 'v' }]));
+    const bad: [string, object][] = [
+      ['eleven attributes', { attributes: eleven }],
+      ['an AWS. name', { attributes: { 'AWS.x': { type: 'String', value: 'v' } } }],
+      ['a doubled dot', { attributes: { 'a..b': { type: 'String', value: 'v' } } }],
+      ['an empty value', { attributes: { a: { type: 'String', value: '' } } }],
+      ['a Number that is not', { attributes: { a: { type: 'Number', value: 'x' } } }],
+      ['an unknown type', { attributes: { a: { type: 'Date', value: 'x' } } }],
+      ['a binary string', { attributes: { a: { type: 'Binary', value: 'x' } } }],
+    ];
+    for (const [name, options] of bad) expect((await rejection(spool.send('q', 'x', options))).code, name).toBe('INVALID_ARGUMENT');
+    // 1,024 bytes in all: body 1,000 + name 4 + type 6 + value 14 fits; one byte more does not.
+    const attributes = { name: { type: 'String', value: 'v'.repeat(14) } };
+    await spool.send('q', 'b'.repeat(1000), { attributes });
+    expect((await rejection(spool.send('q', 'b'.repeat(1001), { attributes }))).code).toBe('INVALID_PAYLOAD');
+    expect((await rejection(spool.send('q', 'bad \u0000 char'))).details).toMatchObject({ reason: 'charset' });
+    expect((await rejection(spool.send('never-made', 'x', { mustExist: true }))).code).toBe('QUEUE_NOT_FOUND');
+    const [m] = await spool.receive('q');
+    expect(m!.attributes).toEqual(attributes);
+    const bin = await spool.send('q', 'x', { attributes: { blob: { type: 'Binary', value: new Uint8Array([1, 2, 3]) } } });
+    const [withBinary] = await spool.receive('q');
+    expect(withBinary!.id).toBe(bin);
+    expect(Buffer.from(withBinary!.attributes.blob!.value as Uint8Array)).toEqual(Buffer.from([1, 2, 3]));
+    expect(isSpoolError(await rejection(spool.send('q', 'x', { group: 'g'.repeat(129) })), 'INVALID_ARGUMENT')).toBe(true);
+  });
+});
