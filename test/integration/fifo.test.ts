@@ -1,0 +1,121 @@
+/**
+ * Message groups (issue 12 §4): in send order, one at a time per group, for push handlers at any
+ * pool size and for pull consumers; a retry or a delay holds the group back and goes first; FIFO
+ * queues require groups, refuse per-message delays and priorities, and deduplicate within a
+ * window that outlives the message. The claim stays on its index.
+ */
+import { describe, expect, it } from 'vitest';
+import { CANDIDATES_SQL } from '../../src/db/repository.js';
+import { rejection } from '../helpers/errors.js';
+import { reached } from '../helpers/events.js';
+import { readDb } from '../helpers/read-db.js';
+import { useTempSpools } from '../helpers/spool.js';
+import { createTestClock } from '../helpers/test-clock.js';
+
+const spools = useTempSpools();
+
+describe('message groups', () => {
+  it('run in send order, one at a time per group, under a pool of 8 with retries', async () => {
+    const spool = spools.open({
+      config: { executor: { concurrency: 8 }, queues: { jobs: { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 0, maxDelayMs: 0, jitter: false } } } },
+    });
+    const running = new Map<string, number>();
+    const order = new Map<string, number[]>();
+    let overlap = 0;
+    const failedOnce = new Set<number>();
+    spool.register<{ g: string; n: number }>('jobs', async (m) => {
+      const { g, n } = m.payload;
+      running.set(g, (running.get(g) ?? 0) + 1);
+      if (running.get(g)! > 1) overlap += 1;
+      await new Promise((resolve) => setImmediate(resolve));
+      running.set(g, running.get(g)! - 1);
+      // Every third message fails its first attempt: its retry must go before the next one.
+      if (n % 3 === 0 && !failedOnce.has(n)) {
+        failedOnce.add(n);
+        throw new Error('once');
+      }
+      order.set(g, [...(order.get(g) ?? []), n]);
+    });
+    const groups = ['a', 'b', 'c', 'd'];
+    const done = reached(spool.events$, 'done', 80, 'jobs', 20_000);
+    for (let n = 0; n < 20; n++) for (const g of groups) await spool.send('jobs', { g, n }, { group: g });
+    await spool.start();
+    await done;
+    expect(overlap).toBe(0);
+    for (const g of groups) expect(order.get(g)).toEqual(Array.from({ length: 20 }, (_, n) => n));
+  });
+
+  it('hand out to pull consumers one at a time per group; different groups in parallel', async () => {
+    const spool = spools.open();
+    await spool.queues.create('q.fifo', { fifo: true, contentDedupe: true });
+    for (let n = 0; n < 3; n++) for (const g of ['x', 'y']) await spool.send('q.fifo', { g, n }, { group: g });
+    const first = await spool.receive('q.fifo', { max: 10 });
+    expect(first.map((m) => m.body)).toEqual([{ g: 'x', n: 0 }, { g: 'y', n: 0 }]);
+    expect(await spool.receive('q.fifo', { max: 10 })).toEqual([]);
+    await spool.deleteMessage('q.fifo', first[0]!.receipt);
+    const next = await spool.receive('q.fifo', { max: 10 });
+    expect(next.map((m) => m.body)).toEqual([{ g: 'x', n: 1 }]);
+    // Returned unfinished, the head goes first again.
+    await spool.changeVisibility('q.fifo', first[1]!.receipt, 0);
+    expect((await spool.receive('q.fifo', { max: 10 })).map((m) => m.body)).toEqual([{ g: 'y', n: 0 }]);
+    expect(first[0]!.sequence).toBeLessThan(first[1]!.sequence);
+  });
+
+  it('a delayed message holds back the rest of its group', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.send('jobs', { n: 0 }, { group: 'g', delayMs: 1000 });
+    await spool.send('jobs', { n: 1 }, { group: 'g' });
+    const consumer = spool.consumer();
+    expect(await consumer.wait('jobs', { timeoutMs: 0 })).toBeNull();
+    clock.advance(1000);
+    expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.payload).toEqual({ n: 0 });
+    expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.payload).toEqual({ n: 1 });
+  });
+
+  it('keeps the claim on its partial index (no scan, no temp B-tree)', async () => {
+    const spool = spools.open();
+    await spool.send('jobs', { n: 1 }, { group: 'g' });
+    const plan = readDb(spools.path, (c) => c.prepare(`EXPLAIN QUERY PLAN ${CANDIDATES_SQL}`).all('jobs', 10) as { detail: string }[]);
+    expect(plan.map((p) => p.detail).join(' | ')).toMatch(/USING INDEX messages_claim/);
+    expect(plan.map((p) => p.detail).join(' | ')).not.toMatch(/SCAN|TEMP B-TREE/);
+  });
+});
+
+describe('FIFO queues', () => {
+  it('require a group and a deduplication id (unless contentDedupe), and refuse delays and priorities', async () => {
+    const spool = spools.open();
+    await spool.queues.create('p.fifo', { fifo: true });
+    const cases: [string, object | undefined][] = [
+      ['no group', { key: 'k' }],
+      ['no key without contentDedupe', { group: 'g' }],
+      ['a per-message delay', { group: 'g', key: 'k', delayMs: 5 }],
+      ['a priority', { group: 'g', key: 'k', priority: 3 }],
+      ['a key with a space', { group: 'g', key: 'a b' }],
+    ];
+    for (const [name, options] of cases) expect((await rejection(spool.send('p.fifo', 'x', options))).code, name).toBe('INVALID_ARGUMENT');
+    expect(await spool.receive('p.fifo')).toEqual([]);
+  });
+
+  it('deduplicates within the window from the send, whatever state the first message reached, then forgets', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('p.fifo', { fifo: true, dedupeWindowMs: 300_000 });
+    const first = await spool.send('p.fifo', { order: 1 }, { group: 'g', key: 'order-1' });
+    expect(await spool.send('p.fifo', { order: 1 }, { group: 'g', key: 'order-1' })).toBe(first);
+    const [m] = await spool.receive('p.fifo');
+    await spool.deleteMessage('p.fifo', m!.receipt);
+    clock.advance(299_000);
+    // Done and deleted, yet still inside its window: the same id, nothing stored.
+    expect(await spool.send('p.fifo', { order: 1 }, { group: 'g', key: 'order-1' })).toBe(first);
+    expect(await spool.receive('p.fifo')).toEqual([]);
+    clock.advance(1_001);
+    const again = await spool.send('p.fifo', { order: 1 }, { group: 'g', key: 'order-1' });
+    expect(again).not.toBe(first);
+    // contentDedupe: the body itself is the deduplication id.
+    await spool.queues.create('c.fifo', { fifo: true, contentDedupe: true });
+    const a = await spool.send('c.fifo', { same: true }, { group: 'g' });
+    expect(await spool.send('c.fifo', { same: true }, { group: 'g' })).toBe(a);
+    expect(await spool.send('c.fifo', { same: false }, { group: 'g' })).not.toBe(a);
+  });
+});
