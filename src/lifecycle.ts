@@ -37,6 +37,8 @@ export interface LifecycleDeps {
   /** A commit of this handle made a message of a queue claimable (wakes pull waiters). */
   ready(queue: string): void;
   /** Ends pull consumers' waits (at close). */
+  /** Returns pull leases that ran out (the pull engine's commit). */
+  expireLeases(): Promise<unknown>;
   closePull(): void;
 }
 
@@ -67,6 +69,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       random: opts.random,
       directory: deps.directory,
       ready: deps.ready,
+      expireLeases: deps.expireLeases,
     });
     return supervisor;
   }

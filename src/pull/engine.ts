@@ -27,6 +27,10 @@ export interface PullEngineDeps {
   bus: EventBus;
   clock: Clock;
   random: () => number;
+  /** A commit of this engine returned a message of `queue` to pending (the push runtime may claim it). */
+  returned(queue: string): void;
+  /** This engine handed out a lease that runs out at `at` (the owner's expiry timer). */
+  leased(at: number): void;
 }
 
 /** Creates the pull engine (nothing opened until first use). */
@@ -60,7 +64,11 @@ export function createPullEngine(deps: PullEngineDeps) {
           committed: (result) => {
             announce(bus, log, now);
             // Messages that came back to pending (an abort, an expired lease): waiters may take them.
-            for (const a of log) if (a.kind === 'state' && a.to === 'pending') ready(a.queue);
+            for (const a of log) {
+              if (a.kind !== 'state' || a.to !== 'pending') continue;
+              ready(a.queue);
+              deps.returned(a.queue);
+            }
             resolve(result);
           },
           failed: reject,
@@ -98,7 +106,10 @@ export function createPullEngine(deps: PullEngineDeps) {
         await giveBack(leased);
         return [];
       }
-      if (leased.length) return leased;
+      if (leased.length) {
+        deps.leased(Math.min(...leased.map((m) => m.leaseExpiresAt)));
+        return leased;
+      }
       if (deadline !== null && clock.now() >= deadline) return [];
       const until = deadline === null ? nextAt : nextAt === null ? deadline : Math.min(deadline, nextAt);
       await waitRoom().wait(queues, until, options.signal, seen);
@@ -141,10 +152,16 @@ export function createPullEngine(deps: PullEngineDeps) {
     });
   }
 
+  /** Returns every pull lease that ran out to pending (the owner's timer and poll). */
+  function expireLeases(): Promise<number> {
+    return run((l, now, log) => l.expireDue(now, log));
+  }
+
   return {
     lease,
     settle,
     ready,
+    expireLeases,
     /** Ends every wait (the spool is closing). */
     close() {
       closed = true;

@@ -45,6 +45,7 @@ export function createSupervisor(deps: SupervisorDeps) {
   const timers = createRuntimeTimers(clock, {
     pollIntervalMs: () => settings.get().processor.pollIntervalMs,
     due: () => committer.wake(),
+    leaseDue: () => expireLeases(),
     poll() {
       // Also catches a deleted database on an idle spool, which commits nothing to notice it by.
       if (!committer.verify()) return;
@@ -53,6 +54,9 @@ export function createSupervisor(deps: SupervisorDeps) {
         refreshQueues();
         // Delayed rows other processes wrote: the one query per poll that finds them.
         claimer.refreshDelayed();
+        // Pull leases of consumers anywhere (another process, one that died): the owner returns them.
+        const leaseAt = repo.nextLeaseExpiry();
+        if (leaseAt !== null) timers.leaseAt(leaseAt);
       } catch (error) {
         events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Poll failed: ${(error as Error).message}`, at: clock.now() });
       }
@@ -83,6 +87,21 @@ export function createSupervisor(deps: SupervisorDeps) {
   const claimer = createClaimer(deps, pools, queues, () => running && !committer.lost, (at) => timers.delayedAt(at));
   const executor = createExecutor(deps, { pools, leases, settler, announce });
 
+  /** Returns pull leases that ran out, then arms the timer for the next one. */
+  function expireLeases() {
+    if (!running) return;
+    deps.expireLeases().then(
+      () => {
+        if (!running) return;
+        claimer.refreshDelayed();
+        const next = repo.nextLeaseExpiry();
+        if (next !== null) timers.leaseAt(next);
+      },
+      // The poll retries; a storage failure is reported by the commit that failed.
+      () => undefined,
+    );
+  }
+
   function refreshQueues() {
     for (const name of repo.queueNames()) queues.know(name);
     for (const name of consumers.keys()) queues.know(name);
@@ -99,6 +118,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       running = true;
       timers.startPoll();
       claimer.refreshDelayed();
+      const leaseAt = repo.nextLeaseExpiry();
+      if (leaseAt !== null) timers.leaseAt(leaseAt);
       pools.configure(settings.get());
       pools.start();
       settingsSub = settings.settings$.subscribe((next) => {
@@ -173,6 +194,10 @@ export function createSupervisor(deps: SupervisorDeps) {
       if (delayedUntil !== null) return claimer.knowDelayed(delayedUntil);
       queues.heat(queue);
       committer.wake();
+    },
+    /** A pull lease of this handle runs out at `at`: return it then if nobody else has. */
+    leaseAt(at: number) {
+      timers.leaseAt(at);
     },
     /** Pool limits and active counts, as the public stats() shows them. */
     pools: () => pools.view(),

@@ -1,7 +1,8 @@
 /**
- * The supervisor's two wall-clock timers: one for the nearest delayed row (delays, backoff), and
- * the safety poll (`processor.pollIntervalMs`) for work and settings from other processes. Never
- * one timer per message.
+ * The supervisor's wall-clock timers: one for the nearest delayed row (delays, backoff), one for
+ * the nearest pull lease deadline (a consumer that died or stalled), and the safety poll
+ * (`processor.pollIntervalMs`) for work and settings from other processes. Never one timer per
+ * message.
  */
 import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../clock.js';
 
@@ -9,18 +10,46 @@ import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../clock.js';
 export interface RuntimeTimers {
   /** Arms the delayed-row timer for `at` (epoch ms) unless an earlier one is armed. */
   delayedAt(at: number): void;
+  /** Arms the lease-expiry timer for `at` (epoch ms) unless an earlier one is armed. */
+  leaseAt(at: number): void;
   /** (Re)starts the poll with the current interval. */
   startPoll(): void;
   /** Restarts the poll if its interval changed (a new one applies now, not after the old). */
   pollIntervalChanged(): void;
-  /** Clears both timers. */
+  /** Clears every timer. */
   clear(): void;
 }
 
-/** Creates the timers; `due` runs when a delayed row is due, `poll` on every poll. */
-export function createRuntimeTimers(clock: Clock, o: { pollIntervalMs(): number; due(): void; poll(): void }): RuntimeTimers {
-  let delayedTimer: TimerHandle | undefined;
-  let delayedAt: number | null = null;
+/** One timer for the earliest of the times it is given. */
+function createAlarm(clock: Clock, fire: () => void) {
+  let timer: TimerHandle | undefined;
+  let armedAt: number | null = null;
+  return {
+    at(at: number) {
+      if (armedAt !== null && armedAt <= at) return;
+      if (timer !== undefined) clock.clearTimeout(timer);
+      armedAt = at;
+      timer = clock.setTimeout(() => {
+        timer = undefined;
+        armedAt = null;
+        fire();
+      }, Math.min(MAX_TIMER_MS, Math.max(0, at - clock.now())));
+    },
+    clear() {
+      if (timer !== undefined) clock.clearTimeout(timer);
+      timer = undefined;
+      armedAt = null;
+    },
+  };
+}
+
+/**
+ * Creates the timers; `due` runs when a delayed row is due, `leaseDue` when a pull lease may have
+ * run out, `poll` on every poll.
+ */
+export function createRuntimeTimers(clock: Clock, o: { pollIntervalMs(): number; due(): void; leaseDue(): void; poll(): void }): RuntimeTimers {
+  const delayed = createAlarm(clock, o.due);
+  const lease = createAlarm(clock, o.leaseDue);
   let pollTimer: TimerHandle | undefined;
   let pollEveryMs = 0;
   let active = false;
@@ -37,14 +66,10 @@ export function createRuntimeTimers(clock: Clock, o: { pollIntervalMs(): number;
 
   return {
     delayedAt(at) {
-      if (!active || (delayedAt !== null && delayedAt <= at)) return;
-      if (delayedTimer !== undefined) clock.clearTimeout(delayedTimer);
-      delayedAt = at;
-      delayedTimer = clock.setTimeout(() => {
-        delayedTimer = undefined;
-        delayedAt = null;
-        o.due();
-      }, Math.min(MAX_TIMER_MS, Math.max(0, at - clock.now())));
+      if (active) delayed.at(at);
+    },
+    leaseAt(at) {
+      if (active) lease.at(at);
     },
     startPoll() {
       active = true;
@@ -57,9 +82,10 @@ export function createRuntimeTimers(clock: Clock, o: { pollIntervalMs(): number;
     },
     clear() {
       active = false;
-      for (const timer of [pollTimer, delayedTimer]) if (timer !== undefined) clock.clearTimeout(timer);
-      pollTimer = delayedTimer = undefined;
-      delayedAt = null;
+      if (pollTimer !== undefined) clock.clearTimeout(pollTimer);
+      pollTimer = undefined;
+      delayed.clear();
+      lease.clear();
     },
   };
 }

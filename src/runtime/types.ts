@@ -31,6 +31,8 @@ export interface SupervisorDeps {
   directory: QueueDirectory;
   /** A message of `queue` became claimable here (wakes this handle's pull waiters). */
   ready(queue: string): void;
+  /** Returns pull leases that ran out to pending, in a commit of its own. */
+  expireLeases(): Promise<unknown>;
 }
 
 /** A message in flight in this process: claimed, committed, handed to its handler. */

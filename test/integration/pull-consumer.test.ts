@@ -92,6 +92,40 @@ describe('owner-mode consumers', () => {
     expect(await spool.get(id)).toMatchObject({ state: 'dead' });
   });
 
+  it('a started owner returns a lease that ran out by its own timer, with no receive to find it', async () => {
+    const clock = createTestClock();
+    // A poll far away: only the lease timer can return the message in this test.
+    const owner = spools.open({ clock, config: { processor: { pollIntervalMs: 3_600_000 } } });
+    await owner.queues.create('orders');
+    await owner.start();
+    // Another handle on the file (another process, as far as the owner knows) leases and stalls.
+    const puller = spools.open({ clock });
+    const id = await puller.send('orders', { n: 1 });
+    const [got] = await puller.receive('orders', { visibilityTimeoutMs: 2000 });
+    expect(got?.id).toBe(id);
+    // The owner learns of the lease from its start or poll; this one came after both, so poll now.
+    await owner.settings.update({ processor: { pollIntervalMs: 1000 } });
+    const back = nextEvent(owner.events$, (e) => e.type === 'message.state' && e.id === id && e.to === 'pending');
+    clock.advance(1000);
+    expect((await owner.get(id))?.state).toBe('processing');
+    clock.advance(1001);
+    await back;
+    expect(await owner.get(id)).toMatchObject({ state: 'pending', deliveries: 1 });
+  });
+
+  it("a started owner arms the expiry of its own handle's leases at once", async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: { processor: { pollIntervalMs: 3_600_000 } } });
+    await spool.queues.create('orders');
+    await spool.start();
+    const id = await spool.send('orders', { n: 1 });
+    await spool.receive('orders', { visibilityTimeoutMs: 500 });
+    const back = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === id && e.to === 'pending');
+    clock.advance(501);
+    await back;
+    expect((await spool.get(id))?.state).toBe('pending');
+  });
+
   it('extend() moves the lease deadline, up to 12 h after the hand-out', async () => {
     const clock = createTestClock();
     const spool = spools.open({ clock });
