@@ -91,7 +91,7 @@ export interface MessageRemovedEvent {
   queue: string;
   /** The state the row was in when it was deleted. */
   from: MessageState;
-  reason: 'purged' | 'swept' | 'deleted';
+  reason: 'purged' | 'swept' | 'expired' | 'deleted';
   at: number;
 }
 

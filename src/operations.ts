@@ -9,6 +9,7 @@ import { SpoolError } from './errors.js';
 import type { EventBus, MessageRemovedEvent } from './events.js';
 import type { Clock } from './clock.js';
 import { compiledMessageMachine as machine, type MessageMachineState } from '../machines/compiled.js';
+import type { QueueDirectory } from './queues/directory.js';
 import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
 import { deadLetter, rowState, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
 import type { PoolsView } from './runtime/pools.js';
@@ -41,6 +42,8 @@ export interface OperationsDeps {
   settings: SettingsRuntime;
   bus: EventBus;
   clock: Clock;
+  /** Queue kinds and attributes (which queues' messages expire). */
+  directory: QueueDirectory;
   /** Pool limits and use (the supervisor's view; created on demand). */
   pools(): PoolsView;
   /** A requeued message of `queue` is ready: the running supervisor may claim it. */
@@ -64,7 +67,16 @@ export function createOperations(deps: OperationsDeps) {
 
   function ensureMaintenance(): Maintenance {
     const { db, repo, committer } = storage.open();
-    maintenance ??= createMaintenance({ db, repo, clock, events: bus, settings, gate: committer, removed: (rows) => announceRemoved(rows, 'swept') });
+    maintenance ??= createMaintenance({
+      db,
+      repo,
+      clock,
+      events: bus,
+      settings,
+      gate: committer,
+      removed: (rows, reason) => announceRemoved(rows, reason),
+      retentions: () => deps.directory.retentions(),
+    });
     return maintenance;
   }
 

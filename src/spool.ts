@@ -114,6 +114,7 @@ export function createSpool(options: SpoolOptions): Spool {
     settings,
     bus,
     clock,
+    directory,
     pools: () => lifecycle.ensureSupervisor().pools(),
     requeued: (queue) => {
       lifecycle.supervisor?.noteSent(queue, null);

@@ -4,7 +4,7 @@
  * property lookup each); cold paths use drizzle's typed builder. Every "now" is a bound parameter
  * from the injected clock. Every change to a message row records its count delta (counts.ts).
  */
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
@@ -174,6 +174,7 @@ export function createRepository(db: DbHandle) {
     `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')))
        WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')`,
   );
+  const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
   const statements = new Map<string, Database.Statement>();
   const abandon = sqlite.prepare(`UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
@@ -190,11 +191,11 @@ export function createRepository(db: DbHandle) {
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
 
   /** Deletes the rows `select` picks (seqs), returning them, with their count deltas. */
-  function deleteReturning(seqs: number[]): RemovedRow[] {
+  function deleteReturning(seqs: number[], also?: SQL): RemovedRow[] {
     if (seqs.length === 0) return [];
     const removed = orm
       .delete(messages)
-      .where(inArray(messages.seq, seqs))
+      .where(also ? and(inArray(messages.seq, seqs), also) : inArray(messages.seq, seqs))
       .returning({ seq: messages.seq, legacyId: messages.legacyId, queue: messages.queue, state: messages.state, grp: messages.grp })
       .all();
     return removed.map((r) => {
@@ -392,6 +393,14 @@ export function createRepository(db: DbHandle) {
         .all()
         .map((r) => r.seq);
       return deleteReturning(seqs);
+    },
+    /** Up to `limit` rows of `queue` sent before `before`, in any state (retention). */
+    expiredSeqs(queue: string, before: number, limit: number): number[] {
+      return expiredSeqs.all(queue, before, limit) as number[];
+    },
+    /** Deletes those of `seqs` still in `queue` and sent before `before`; returns them. */
+    deleteExpired(seqs: number[], queue: string, before: number): RemovedRow[] {
+      return deleteReturning(seqs, and(eq(messages.queue, queue), sql`${messages.createdAt} < ${before}`));
     },
     /** Deletes up to `limit` rows in `state` finished before `before`; returns them. */
     sweepBatch(state: 'done' | 'dead', before: number, limit: number): RemovedRow[] {

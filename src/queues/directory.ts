@@ -60,6 +60,19 @@ export function createQueueDirectory(registry: () => QueuesRepository, settings:
         dedupeWindowMs: own?.dedupeWindowMs ?? QUEUE_ATTRIBUTE_DEFAULTS.dedupeWindowMs,
       };
     },
+    /**
+     * Queues whose messages expire (SQS MessageRetentionPeriod): every SQS queue unless it keeps
+     * them forever, and any other queue with its own retentionMs. For the maintenance sweep.
+     */
+    retentions(): { queue: string; retentionMs: number }[] {
+      const names = new Set([...registry().listSqs(), ...Object.keys(settings().queues)]);
+      const out: { queue: string; retentionMs: number }[] = [];
+      for (const queue of names) {
+        const { retentionMs } = this.attributes(queue);
+        if (retentionMs !== false) out.push({ queue, retentionMs });
+      }
+      return out;
+    },
     /** Where the queue's dead letters go, if anywhere. */
     dlqOf(queue: string): string | null {
       const dl = queueSettings(settings(), queue)?.deadLetter;

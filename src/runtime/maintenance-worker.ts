@@ -16,7 +16,7 @@
  * maintenance.ts), the pass completes, and the next commit restarts the WAL.
  *
  * Messages in: `{ t: 'sweep', id, plan }`, `{ t: 'drain' }`, `{ t: 'stop' }`. Out:
- * `{ t: 'ready' }`, `{ t: 'wal', frames, copied }`, `{ t: 'removed', rows }`,
+ * `{ t: 'ready' }`, `{ t: 'wal', frames, copied }`, `{ t: 'removed', rows, reason }`,
  * `{ t: 'swept', id, result }`, `{ t: 'failed', id, code, message }`, `{ t: 'error', code,
  * message }` (a checkpoint failed).
  */
@@ -45,7 +45,7 @@ export type ToWorker = { t: 'sweep'; id: number; plan: SweepPlan } | { t: 'drain
 export type FromWorker =
   | { t: 'ready' }
   | { t: 'wal'; frames: number; copied: number }
-  | { t: 'removed'; rows: { id: string; queue: string; state: string }[] }
+  | { t: 'removed'; rows: { id: string; queue: string; state: string }[]; reason: 'swept' | 'expired' }
   | { t: 'swept'; id: number; result: { deleted: number; freedPages: number; longestBatchMs: number } }
   | { t: 'failed'; id: number; code: string; message: string }
   | { t: 'error'; code: string; message: string };
@@ -95,7 +95,7 @@ if (port) {
       });
       return;
     }
-    runSweep(repo, db.sqlite, message.plan, { pause, removed: (rows) => post({ t: 'removed', rows }), checkpointSteps: false }).then(
+    runSweep(repo, db.sqlite, message.plan, { pause, removed: (rows, reason) => post({ t: 'removed', rows, reason }), checkpointSteps: false }).then(
       (result) => post({ t: 'swept', id: message.id, result }),
       (error: unknown) => {
         const coded = toStorageError(error);

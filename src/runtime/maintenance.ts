@@ -78,8 +78,10 @@ export function createMaintenance(deps: {
   settings: SettingsRuntime;
   /** The owner's committer, held while the WAL drains; absent for a spool that never started. */
   gate?: CommitGate;
-  /** Told about every row a sweep deletes. */
-  removed?: (rows: RemovedRow[]) => void;
+  /** Told about every row a sweep deletes: finished and swept, or expired under a queue's retention. */
+  removed?: (rows: RemovedRow[], reason: 'swept' | 'expired') => void;
+  /** Queues whose messages expire, and after how long (retentionMs). */
+  retentions?: () => { queue: string; retentionMs: number }[];
 }): Maintenance {
   const { db, repo, clock, events, settings } = deps;
   let timer: TimerHandle | undefined;
@@ -137,7 +139,7 @@ export function createMaintenance(deps: {
       case 'wal':
         return onWal(message.frames, message.copied);
       case 'removed':
-        deps.removed?.(message.rows as RemovedRow[]);
+        deps.removed?.(message.rows as RemovedRow[], message.reason);
         return;
       case 'swept':
         waiting.get(message.id)?.resolve(message.result);
@@ -181,7 +183,11 @@ export function createMaintenance(deps: {
     const { retention } = settings.get();
     const now = clock.now();
     // doneMs 0 deletes at completion; a row kept anyway (retention changed since) goes now.
-    return { doneBefore: now - retention.doneMs + (retention.doneMs === 0 ? 1 : 0), deadBefore: retention.deadMs === null ? null : now - retention.deadMs };
+    return {
+      doneBefore: now - retention.doneMs + (retention.doneMs === 0 ? 1 : 0),
+      deadBefore: retention.deadMs === null ? null : now - retention.deadMs,
+      expire: (deps.retentions?.() ?? []).map(({ queue, retentionMs }) => ({ queue, before: now - retentionMs })),
+    };
   }
 
   async function sweepOnce(): Promise<SweepResult> {
@@ -205,7 +211,7 @@ export function createMaintenance(deps: {
         await new Promise<void>((resolve) => setImmediate(resolve));
         if (closed) throw new SpoolError('CLOSED', 'The spool closed during the maintenance sweep');
       },
-      removed: (rows) => deps.removed?.(rows),
+      removed: (rows, reason) => deps.removed?.(rows, reason),
       checkpointSteps: true,
     });
   }

@@ -25,6 +25,8 @@ const BUSY_PAUSE_MS = 5;
 export interface SweepPlan {
   doneBefore: number;
   deadBefore: number | null;
+  /** Queues whose messages sent before `before` expire in any state, in flight too (SQS retention). */
+  expire: { queue: string; before: number }[];
 }
 
 /** What a sweep did. */
@@ -46,7 +48,7 @@ export async function runSweep(
   plan: SweepPlan,
   io: {
     pause(lastStepMs: number): Promise<void>;
-    removed(rows: RemovedRow[]): void;
+    removed(rows: RemovedRow[], reason: 'swept' | 'expired'): void;
     /** True where no other thread checkpoints (the in-thread fallback): checkpoint each batch then. */
     checkpointSteps: boolean;
   },
@@ -74,7 +76,7 @@ export async function runSweep(
       const rows = await timed(() => runTransaction(sqlite, work));
       total += rows.length;
       if (rows.length === 0) return total;
-      io.removed(rows);
+      io.removed(rows, 'swept');
       await io.pause(last);
       if (!io.checkpointSteps) continue;
       // Checkpoint each batch's few pages as a step of its own, so that no later checkpoint
@@ -88,6 +90,18 @@ export async function runSweep(
   if (plan.deadBefore !== null) {
     const deadBefore = plan.deadBefore;
     deleted += await batches(() => repo.sweepBatch('dead', deadBefore, SWEEP_BATCH));
+  }
+  for (const { queue, before } of plan.expire) {
+    for (;;) {
+      // Found outside the transaction (no index serves it: a read in the worker, holding no lock),
+      // deleted inside it, where the delete checks queue and age again.
+      const seqs = repo.expiredSeqs(queue, before, SWEEP_BATCH);
+      if (seqs.length === 0) break;
+      const rows = await timed(() => runTransaction(sqlite, () => repo.deleteExpired(seqs, queue, before)));
+      deleted += rows.length;
+      if (rows.length) io.removed(rows, 'expired');
+      await io.pause(last);
+    }
   }
   let freedPages = 0;
   for (let free = repo.freePages(); free > 0; free = repo.freePages()) {

@@ -153,6 +153,33 @@ describe('receive, delete, change visibility', () => {
   });
 });
 
+describe('retention', () => {
+  it("deletes a queue's messages older than retentionMs at the sweep, in flight too, and nothing younger or elsewhere", async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('orders', { retentionMs: 60_000 });
+    const [old, held] = await spool.sendBatch('orders', [{ n: 1 }, { n: 2 }]);
+    const kept = await spool.send('plain', { n: 3 });
+    const [received] = await spool.receive('orders', { max: 1, visibilityTimeoutMs: 3_600_000 });
+    expect([old, held]).toContain(received?.id);
+    clock.advance(30_000);
+    const young = await spool.send('orders', { n: 4 });
+    clock.advance(30_001);
+    const removed: { id: string; reason: string; from: string }[] = [];
+    const sub = spool.events$.subscribe((e) => e.type === 'message.removed' && removed.push({ id: e.id, reason: e.reason, from: e.from }));
+    await spool.sweep();
+    sub.unsubscribe();
+    expect(removed.sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+      [{ id: old!, reason: 'expired', from: old === received!.id ? 'processing' : 'pending' }, { id: held!, reason: 'expired', from: held === received!.id ? 'processing' : 'pending' }].sort((a, b) => a.id.localeCompare(b.id)),
+    );
+    expect(await spool.get(young)).toMatchObject({ state: 'pending' });
+    expect(await spool.get(kept)).toMatchObject({ state: 'pending' });
+    // The receipt of an expired message deletes nothing and never throws.
+    await spool.deleteMessage('orders', received!.receipt);
+    expect((await spool.queues.get('orders')).counts).toMatchObject({ visible: 1, inFlight: 0 });
+  });
+});
+
 describe('dead-letter queues', () => {
   it('moves a message past maxReceiveCount to the dead-letter queue, keeping id, body and attributes, and redrives it back', async () => {
     const clock = createTestClock();
