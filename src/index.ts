@@ -9,6 +9,11 @@ export type { MessageInfo } from './runtime/message-codec.js';
 export type { Inspect } from './runtime/supervisor.js';
 export type { SendOptions } from './validate.js';
 export type { Clock } from './clock.js';
+export type { Consumer, PulledMessage, WaitOptions } from './pull/consumer.js';
+export type { Where, WhereCondition } from './pull/where.js';
+export type { ReceivedMessage, ReceiveOptions } from './pull/sqs.js';
+export type { Queues, QueueAttributes, QueueInfo } from './queues/registry.js';
+export type { MessageAttribute, MessageAttributes } from './queues/message-attributes.js';
 export type {
   SpoolEvent,
   MessageStateEvent,
@@ -19,6 +24,7 @@ export type {
   SpoolErrorEvent,
   RecoveredEvent,
   SweepEvent,
+  MessageRemovedEvent,
 } from './events.js';
 export type { Settings, QueueSettings, QueuePolicy } from './settings/schema.js';
 export { DEFAULT_SETTINGS } from './settings/schema.js';

@@ -163,7 +163,8 @@ function invalid(message: string, details: Record<string, unknown>): SpoolError 
 }
 
 const ROW = `id, queue, payload, state, attempt, deliveries, priority, created_at AS createdAt, updated_at AS updatedAt,
-  visible_at AS visibleAt, finished_at AS finishedAt, last_error AS lastError, seq`;
+  visible_at AS visibleAt, finished_at AS finishedAt, last_error AS lastError, seq,
+  lease_expires_at AS leaseExpiresAt, first_delivered_at AS firstDeliveredAt`;
 
 interface BrowseRow {
   id: string;
@@ -179,6 +180,8 @@ interface BrowseRow {
   finishedAt: number | null;
   lastError: string | null;
   seq: number;
+  leaseExpiresAt: number | null;
+  firstDeliveredAt: number | null;
 }
 
 /** Keyset paging on the send sequence (the rowid), newest first: no OFFSET, ever. */
@@ -308,6 +311,9 @@ function toInfo(row: BrowseRow): MessageInfo {
     visibleAt: row.visibleAt,
     finishedAt: row.finishedAt,
     lastError: row.lastError === null ? null : (parseOr(row.lastError, { code: 'UNKNOWN', message: row.lastError }) as MessageInfo['lastError']),
+    sequence: row.seq,
+    leaseExpiresAt: row.leaseExpiresAt,
+    firstDeliveredAt: row.firstDeliveredAt,
   };
 }
 

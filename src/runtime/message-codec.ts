@@ -2,6 +2,7 @@
 import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
 import type { MessageContext, MessageState, StoredError } from '../../machines/message.machine.js';
 import type { MessageRow, RowTransition } from '../db/repository.js';
+import { decodeAttributes, type MessageAttributes } from '../queues/message-attributes.js';
 
 const STATES = new Set<string>(machine.states.map((s) => s.value));
 
@@ -78,6 +79,18 @@ export interface MessageInfo {
   visibleAt: number;
   finishedAt: number | null;
   lastError: { code: string; message: string; stack?: string } | null;
+  /** Its place in send order, strictly increasing per spool (FIFO groups keep to it). */
+  sequence: number;
+  /** When its current lease (a handler's timeout, a pull lease) runs out, epoch ms; null: none. */
+  leaseExpiresAt: number | null;
+  /** When it was first handed out, epoch ms; null: never yet. */
+  firstDeliveredAt: number | null;
+  /** Its message group (only on a grouped message). */
+  group?: string;
+  /** Its SQS message attributes (only when it has some). */
+  attributes?: MessageAttributes;
+  /** The queue it came from (only on a message moved to a dead-letter queue). */
+  sourceQueue?: string;
 }
 
 /** The public view of a row. A row whose payload cannot be parsed shows it as its raw text. */
@@ -95,7 +108,26 @@ export function toMessageInfo(row: MessageRow): MessageInfo {
     visibleAt: row.visibleAt,
     finishedAt: row.finishedAt,
     lastError: row.lastError ? (parseOr(row.lastError, { code: 'UNKNOWN', message: row.lastError }) as MessageInfo['lastError']) : null,
+    sequence: row.seq,
+    leaseExpiresAt: row.leaseExpiresAt,
+    firstDeliveredAt: row.firstDeliveredAt,
+    ...optionalFields(row),
   };
+}
+
+/** group, attributes and sourceQueue, each only when the row has it. */
+function optionalFields(row: MessageRow): Pick<MessageInfo, 'group' | 'attributes' | 'sourceQueue'> {
+  const out: Pick<MessageInfo, 'group' | 'attributes' | 'sourceQueue'> = {};
+  if (row.grp !== null) out.group = row.grp;
+  if (row.attributes !== null) {
+    try {
+      out.attributes = decodeAttributes(row.attributes);
+    } catch {
+      // An unreadable attributes column is left out: get() never throws for a row it found.
+    }
+  }
+  if (row.sourceQueue !== null) out.sourceQueue = row.sourceQueue;
+  return out;
 }
 
 function parseOr(text: string, fallback: unknown): unknown {
