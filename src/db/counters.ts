@@ -5,6 +5,10 @@
  *   upsert per queue and state touched, not one per row).
  * - The seq high-water mark (`last_seq`): the seq of a new message is the next one after it, so
  *   a seq, and the id made from it, is never reused even when the newest row is deleted.
+ * - Arrivals per queue (scope '', name `arrivals:<queue>`): how many rows ever entered `pending`
+ *   there (a send, a retry, an abort, a requeue, a move). It only grows, so a pull waiter in
+ *   another process can tell from one small read whether its queues got anything since it looked,
+ *   instead of querying the messages at every commit of any queue (see pull/wait-room.ts).
  * Both live in the one small table, so a commit that inserts writes one page for them, not two.
  * Savepoints that roll back take their deltas and seqs with them, so the counts always agree with
  * `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash checker
@@ -24,11 +28,18 @@ export interface Counters {
   nextSeq(): number;
 }
 
+/** The counters name of a queue's arrivals (under scope ''; queue names never hold a colon). */
+export function arrivalsName(queue: string): string {
+  return `arrivals:${queue}`;
+}
+
 interface Pending {
   /** queue → state → delta. Nested maps, so a queue name never has to be joined into a key. */
   deltas: Map<string, Map<MessageState, number>>;
   /** The last seq handed out in this transaction, or null before the first. */
   lastSeq: number | null;
+  /** queue → rows that entered pending in this transaction. */
+  arrivals: Map<string, number>;
 }
 
 /** Attaches the counters to a connection. */
@@ -39,11 +50,11 @@ export function attachCounters(sqlite: Database.Database): Counters {
   const readLastSeq = sqlite
     .prepare(`SELECT max(coalesce((SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'), 0), coalesce((SELECT max(seq) FROM messages), 0))`)
     .pluck();
-  let pending: Pending = { deltas: new Map(), lastSeq: null };
+  let pending: Pending = { deltas: new Map(), lastSeq: null, arrivals: new Map() };
   let dirty = false;
 
   const reset = () => {
-    pending = { deltas: new Map(), lastSeq: null };
+    pending = { deltas: new Map(), lastSeq: null, arrivals: new Map() };
     dirty = false;
   };
 
@@ -52,6 +63,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
       if (!dirty) return;
       for (const [queue, states] of pending.deltas) for (const [state, n] of states) if (n !== 0) upsert.run(queue, state, n);
       if (pending.lastSeq !== null) setLastSeq.run(pending.lastSeq);
+      for (const [queue, n] of pending.arrivals) upsert.run('', arrivalsName(queue), n);
       reset();
     },
     rolledBack: reset,
@@ -59,7 +71,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
       if (!dirty) return null;
       const deltas = new Map<string, Map<MessageState, number>>();
       for (const [queue, states] of pending.deltas) deltas.set(queue, new Map(states));
-      return { deltas, lastSeq: pending.lastSeq };
+      return { deltas, lastSeq: pending.lastSeq, arrivals: new Map(pending.arrivals) };
     },
     restore(mark) {
       if (mark === null) return reset();
@@ -73,6 +85,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
       let states = pending.deltas.get(queue);
       if (!states) pending.deltas.set(queue, (states = new Map()));
       states.set(state, (states.get(state) ?? 0) + delta);
+      if (state === 'pending' && delta > 0) pending.arrivals.set(queue, (pending.arrivals.get(queue) ?? 0) + delta);
       dirty = true;
     },
     pending: (queue, state) => pending.deltas.get(queue)?.get(state) ?? 0,

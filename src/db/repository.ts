@@ -8,7 +8,7 @@ import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
-import { attachCounters } from './counters.js';
+import { arrivalsName, attachCounters } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
 
 /** A row as the runtime reads it: the machine's context column by column. */
@@ -174,6 +174,7 @@ export function createRepository(db: DbHandle) {
     `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')))
        WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')`,
   );
+  const arrivalsOf = sqlite.prepare("SELECT n FROM counters WHERE scope = '' AND name = ?").pluck();
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
   const statements = new Map<string, Database.Statement>();
@@ -317,6 +318,10 @@ export function createRepository(db: DbHandle) {
     /** In-flight rows whose pull lease ran out by `now`, oldest deadline first. */
     expiredLeases(now: number, limit: number): MessageRow[] {
       return expiredLeases.all(now, limit) as MessageRow[];
+    },
+    /** How many rows ever entered pending in `queue` (committed; grows only). */
+    arrivals(queue: string): number {
+      return (arrivalsOf.get(arrivalsName(queue)) as number | undefined) ?? 0;
     },
     /** The nearest pull lease deadline, or null. */
     nextLeaseExpiry(): number | null {

@@ -41,7 +41,8 @@ export function createPullEngine(deps: PullEngineDeps) {
   let closed = false;
 
   function waitRoom(): WaitRoom {
-    room ??= createWaitRoom({ dbPath: storage.open().db.path, clock, pollIntervalMs: () => settings.get().processor.pollIntervalMs });
+    const { db, repo } = storage.open();
+    room ??= createWaitRoom({ dbPath: db.path, clock, pollIntervalMs: () => settings.get().processor.pollIntervalMs, arrivals: (queue) => repo.arrivals(queue) });
     return room;
   }
 

@@ -3,7 +3,10 @@
  * - this handle's own commits that make a message claimable (a send, a retry due now, an abort,
  *   an expired lease, a requeue, a group's next head) wake the waiters of that queue at once;
  * - another process's commits are seen through a file-system watch on the database's directory
- *   (its -wal file changes at every commit), debounced by WATCH_DEBOUNCE_MS;
+ *   (its -wal file changes at every commit), debounced by WATCH_DEBOUNCE_MS. A commit there may
+ *   be of any queue, so the room first reads the arrivals counter of each waited queue (one small
+ *   read for all its waiters) and wakes only the waiters of queues that got something: a waiter
+ *   on a quiet queue sleeps through another queue's traffic;
  * - a waiter also wakes at the time it asked for (the nearest delayed message or lease expiry it
  *   knows of, or its own timeout), and every `processor.pollIntervalMs` as a safety net, so an
  *   idle waiter costs at most one query per poll interval.
@@ -21,8 +24,8 @@ interface Waiter {
   wake(): void;
 }
 
-/** Creates the wait room for the database at `dbPath`. */
-export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs(): number }) {
+/** Creates the wait room for the database at `dbPath`; `arrivals(queue)` reads that queue's arrivals counter. */
+export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs(): number; arrivals(queue: string): number }) {
   const waiters = new Set<Waiter>();
   let watcher: FSWatcher | undefined;
   let debounce: NodeJS.Timeout | undefined;
@@ -31,10 +34,33 @@ export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs
   /** Grows at every wake-up, so a caller that checked for messages can tell one came since. */
   let generation = 0;
   const base = basename(o.dbPath);
+  /** The arrivals counter of each waited queue when the room last read it. */
+  const seen = new Map<string, number>();
 
   function wakeAll() {
     generation += 1;
     for (const w of [...waiters]) w.wake();
+  }
+
+  /** Another process committed: wakes the waiters of the queues whose arrivals moved. */
+  function committedElsewhere() {
+    const moved = new Set<string>();
+    try {
+      for (const w of waiters) {
+        for (const queue of w.queues) {
+          if (moved.has(queue)) continue;
+          const n = o.arrivals(queue);
+          // A queue read for the first time counts as moved: the room cannot know what it missed.
+          if (seen.get(queue) !== n) moved.add(queue);
+          seen.set(queue, n);
+        }
+      }
+    } catch {
+      return wakeAll(); // Unreadable now (busy, closing): let every waiter look for itself.
+    }
+    if (moved.size === 0) return;
+    generation += 1;
+    for (const w of [...waiters]) if ([...moved].some((queue) => w.queues.has(queue))) w.wake();
   }
 
   function startWatching() {
@@ -44,7 +70,7 @@ export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs
         if (file !== null && file !== base && file !== `${base}-wal`) return;
         debounce ??= setTimeout(() => {
           debounce = undefined;
-          wakeAll();
+          committedElsewhere();
         }, WATCH_DEBOUNCE_MS);
       });
       watcher.on('error', () => stopWatching());

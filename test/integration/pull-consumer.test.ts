@@ -58,6 +58,18 @@ describe('owner-mode consumers', () => {
     expect(await nothing).toBeNull();
   });
 
+  it("wakes a waiter when another handle sends (another process's commit, seen through the file watch), long before the poll", async () => {
+    const waiter = spools.open({ config: { processor: { pollIntervalMs: 3_600_000 } } });
+    const sender = spools.open();
+    const consumer = waiter.consumer();
+    // Bring the waiter into the room: its first lease attempt finds nothing.
+    const waiting = consumer.wait('remote', {});
+    await sender.send('other', { n: 0 });
+    const id = await sender.send('remote', { n: 1 });
+    expect((await waiting)?.id).toBe(id);
+    await consumer.close();
+  });
+
   it('takes earlier queues first, in claim order within a queue', async () => {
     const spool = spools.open();
     await spool.send('normal', { q: 'normal' });
