@@ -44,5 +44,6 @@ export async function buildDashboard({ outDir = OUT_DIR } = {}) {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const files = await buildDashboard();
-  for (const f of files) console.log(`dist/dashboard/${f.name}  ${(f.bytes / 1024).toFixed(1)} KiB`);
+  // stderr: `npm pack --json` runs prepare and its stdout must stay pure JSON.
+  for (const f of files) console.error(`dist/dashboard/${f.name}  ${(f.bytes / 1024).toFixed(1)} KiB`);
 }

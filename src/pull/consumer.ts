@@ -75,7 +75,8 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
   const owner = pullOwner(id);
   let owned: Leased | undefined;
   let closed = false;
-  const waits = new Set<AbortController>();
+  /** Aborted by close(): ends every wait in progress. */
+  const closing = new AbortController();
 
   function queueList(queues: string | readonly string[]): string[] {
     const list = typeof queues === 'string' ? [queues] : Array.isArray(queues) ? [...queues] : undefined;
@@ -95,9 +96,8 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     const lease = owned;
     if (!lease) return;
     owned = undefined;
-    await engine.settle({ id: lease.row.id, seq: lease.row.seq, token: lease.token }, () =>
-      kind === 'end' ? 'complete' : { type: 'DEFER', at: clock.now(), retryAt: clock.now() },
-    );
+    const ref = { id: lease.row.id, seq: lease.row.seq, token: lease.token };
+    await (kind === 'end' ? engine.complete(ref) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
   }
 
   const consumer: Consumer = {
@@ -112,18 +112,26 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
       const leaseMs = o.leaseMs === undefined ? undefined : checkLease(o.leaseMs, 'leaseMs');
       const until = o.timeoutMs === undefined ? null : clock.now() + o.timeoutMs;
       // Registered before the first await, so a close() from now on ends this wait.
-      const abort = new AbortController();
+      // Only a caller's own signal needs a controller of this wait's own (the common loop has none).
+      const abort = o.signal ? new AbortController() : closing;
       const onAbort = () => abort.abort();
-      o.signal?.addEventListener('abort', onAbort, { once: true });
-      if (o.signal?.aborted) abort.abort();
-      waits.add(abort);
+      if (o.signal) {
+        o.signal.addEventListener('abort', onAbort, { once: true });
+        closing.signal.addEventListener('abort', onAbort, { once: true });
+        if (o.signal.aborted) abort.abort();
+      }
       try {
-        // Owner mode: waiting again ends what this consumer owns (Q4M deletes the owned row).
-        await finish('end');
-        if (closed) throw new SpoolError('CLOSED', `Consumer ${id} closed while it waited`);
+        // Owner mode: waiting again ends what this consumer owns (Q4M deletes the owned row), in
+        // the commit of the first attempt to take the next.
+        const previous = owned;
+        owned = undefined;
         const [lease] = await engine.lease(
           { queues: list, max: 1, owner, leaseMs: (queue) => leaseMs ?? Math.max(1, directory.attributes(queue).visibilityTimeoutMs), ...(where ? { where } : {}) },
-          { until, signal: abort.signal },
+          {
+            until,
+            signal: abort.signal,
+            ...(previous ? { first: (l, now, log) => void engine.completeIn(l, { id: previous.row.id, seq: previous.row.seq, token: previous.token }, now, log) } : {}),
+          },
         );
         if (closed) {
           if (lease) await engine.settle({ id: lease.row.id, seq: lease.row.seq, token: lease.token }, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() }));
@@ -143,8 +151,8 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
           leaseExpiresAt: lease.leaseExpiresAt,
         };
       } finally {
-        waits.delete(abort);
         o.signal?.removeEventListener('abort', onAbort);
+        if (o.signal) closing.signal.removeEventListener('abort', onAbort);
       }
     },
     end: () => finish('end'),
@@ -167,7 +175,7 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     },
     async close(): Promise<void> {
       closed = true;
-      for (const abort of waits) abort.abort();
+      closing.abort();
       await finish('abort');
     },
     async *messages<P>(queues: string | readonly string[], o: WaitOptions = {}): AsyncIterableIterator<PulledMessage<P>> {

@@ -89,17 +89,29 @@ export function createPullEngine(deps: PullEngineDeps) {
    * Leases up to `req.max` messages, waiting until at least one is there, the clock reaches
    * `until` (epoch ms, taken when the caller called; null: forever) or `signal` aborts. Resolves
    * [] on a timeout or an abort; a lease that lands after its caller aborted is given back at
-   * once, so a caller that left holds nothing.
+   * once, so a caller that left holds nothing. `first` runs in the first attempt's commit, before
+   * it (an owner-mode consumer ends what it owns there: one commit per message, not two).
    */
-  async function lease(req: LeaseRequest, options: { until: number | null; signal?: AbortSignal }): Promise<Leased[]> {
+  async function lease(
+    req: LeaseRequest,
+    options: { until: number | null; signal?: AbortSignal; first?: (l: Leaser, now: number, log: Announcement[]) => void },
+  ): Promise<Leased[]> {
     const deadline = options.until;
     const queues = new Set(req.queues);
+    let first = options.first;
     for (;;) {
       if (closed) throw new SpoolError('CLOSED', 'The spool closed while a consumer waited');
-      if (options.signal?.aborted) return [];
+      if (options.signal?.aborted) {
+        // Aborted before the first attempt: what `first` does still happens, on its own.
+        if (first) await run(first);
+        return [];
+      }
       // Read before the attempt: a message made ready while it commits skips the wait below.
       const seen = waitRoom().generation;
+      const before = first;
+      first = undefined;
       const { leased, nextAt } = await run((l, now, log) => {
+        before?.(l, now, log);
         const taken = l.lease(req, now, log);
         return { leased: taken, nextAt: taken.length ? null : nextEventAt(req.queues) };
       });
@@ -142,15 +154,39 @@ export function createPullEngine(deps: PullEngineDeps) {
     lease: { id: string; seq: number | undefined; token: string },
     event: (row: MessageRow, state: MessageMachineState) => MessageEvent | 'complete',
   ): Promise<MessageRow | undefined> {
-    return run((l, now, log) => {
-      const seq = lease.seq ?? storage.open().repo.byId(lease.id)?.seq;
-      const row = seq === undefined ? undefined : l.settleLease(seq, lease.token, event, now, log);
-      if (!row && seq !== undefined) {
-        const current = storage.open().repo.bySeq(seq);
-        if (current) log.push({ kind: 'stale', id: current.id, queue: current.queue, attempt: current.attempt });
-      }
-      return row;
-    });
+    return run((l, now, log) => settleIn(l, lease, event, now, log));
+  }
+
+  /** Inside a commit: settle()'s work. */
+  function settleIn(
+    l: Leaser,
+    lease: { id: string; seq: number | undefined; token: string },
+    event: (row: MessageRow, state: MessageMachineState) => MessageEvent | 'complete',
+    now: number,
+    log: Announcement[],
+  ): MessageRow | undefined {
+    const seq = lease.seq ?? storage.open().repo.byId(lease.id)?.seq;
+    const row = seq === undefined ? undefined : l.settleLease(seq, lease.token, event, now, log);
+    if (!row && seq !== undefined) stale(seq, log);
+    return row;
+  }
+
+  /** Completes the message a lease names (an end, an SQS delete), if the lease still holds it. */
+  function complete(lease: { id: string; seq: number | undefined; token: string }): Promise<unknown> {
+    return run((l, now, log) => completeIn(l, lease, now, log));
+  }
+
+  /** Inside a commit: complete()'s work. */
+  function completeIn(l: Leaser, lease: { id: string; seq: number | undefined; token: string }, now: number, log: Announcement[]): unknown {
+    const seq = lease.seq ?? storage.open().repo.byId(lease.id)?.seq;
+    const done = seq === undefined ? undefined : l.completeLease(seq, lease.token, now, log);
+    if (!done && seq !== undefined) stale(seq, log);
+    return done;
+  }
+
+  function stale(seq: number, log: Announcement[]) {
+    const current = storage.open().repo.bySeq(seq);
+    if (current) log.push({ kind: 'stale', id: current.id, queue: current.queue, attempt: current.attempt });
   }
 
   /** Returns every pull lease that ran out to pending (the owner's timer and poll). */
@@ -161,6 +197,8 @@ export function createPullEngine(deps: PullEngineDeps) {
   return {
     lease,
     settle,
+    complete,
+    completeIn,
     ready,
     expireLeases,
     /** Ends every wait (the spool is closing). */

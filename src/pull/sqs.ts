@@ -97,7 +97,7 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
     async deleteMessage(queue: string, receipt: string): Promise<void> {
       created(queue);
       const r = parseReceipt(receipt);
-      await engine.settle({ id: r.id, seq: r.seq, token: r.token }, () => 'complete');
+      await engine.complete({ id: r.id, seq: r.seq, token: r.token });
     },
     /** 0 makes the message visible at once (no attempt charged); more extends from now. */
     async changeVisibility(queue: string, receipt: string, ms: number): Promise<void> {

@@ -102,8 +102,9 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
 
   /** Inside a transaction: leases up to `req.max` messages. */
   function lease(req: LeaseRequest, now: number, log: Announcement[]): Leased[] {
-    repo.promoteDue(now);
-    expireDue(now, log, new Set(req.queues));
+    const [delayedAt, leaseAt] = repo.dueTimes();
+    if (delayedAt !== null && delayedAt <= now) repo.promoteDue(now);
+    if (leaseAt !== null && leaseAt <= now) expireDue(now, log, new Set(req.queues));
     const out: Leased[] = [];
     for (const queue of req.queues) {
       while (out.length < req.max) {
@@ -182,7 +183,19 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     return applyTransition(repo, row, state, token, chosen, now, log, directory.dlqOf, chosen.type === 'EXTEND' ? { token, owner: row.owner } : undefined) ? row : undefined;
   }
 
-  return { lease, expireDue, settleLease, nextLeaseExpiry: () => repo.nextLeaseExpiry() };
+  /**
+   * Inside a transaction: completes the leased message `seq` if `token` still holds it (an end, an
+   * SQS delete). When done rows are not kept, one fenced DELETE does it, without reading the row
+   * first. Returns what it completed, or undefined for a stale receipt.
+   */
+  function completeLease(seq: number, token: string, now: number, log: Announcement[]): { id: string; queue: string } | undefined {
+    if (settings.get().retention.doneMs > 0) return settleLease(seq, token, () => 'complete', now, log);
+    const row = repo.removeLeased(seq, token);
+    if (row) log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'processing', to: 'done', attempt: row.attempt });
+    return row;
+  }
+
+  return { lease, expireDue, settleLease, completeLease, nextLeaseExpiry: () => repo.nextLeaseExpiry() };
 }
 
 /** The leaser's type. */

@@ -16,15 +16,25 @@ function entryOf(spec: ChildSpec): string[] {
   return [...NODE_CHILD_FLAGS, bundledEntry(join(HERE, 'children', `${spec.system}.ts`))];
 }
 
-/** Runs `spec` in a fresh process; a crash spec resolves once the child died by SIGKILL. */
-export function runChild(spec: ChildSpec): Promise<ChildResult> {
+/**
+ * Runs `spec` in a fresh process; a crash spec resolves once the child died by SIGKILL. `onLine`
+ * hears each stdout line as it comes (a child that reports its phases).
+ */
+export function runChild(spec: ChildSpec, onLine?: (line: string) => void): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--expose-gc', ...entryOf(spec), JSON.stringify(spec)], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    let partial = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      if (!onLine) return;
+      const lines = (partial + d).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) onLine(line);
+    });
     child.once('error', reject);
     child.once('exit', (code, signal) => {
       if (spec.mode === 'crash') {

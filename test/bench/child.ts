@@ -16,6 +16,12 @@ import type { Metrics, WorkloadName } from './workloads.js';
 export type ChildSpec =
   | { mode: 'rss'; system: 'spool' | 'floor' | 'plainjob'; template: string; depth: number; base?: string }
   | { mode: 'boot'; system: 'spool' | 'floor'; template: string; depth: number; inflight: number; base?: string }
+  /**
+   * Spool only: a pull consumer on `path` (which another process sends to). It prints `PHASE
+   * quiet`, `PHASE busy` (the parent sends to another queue meanwhile) and `PHASE wake` (the
+   * parent sends `sends` messages to queue `wake`) on stdout as it goes.
+   */
+  | { mode: 'wake'; system: 'spool'; path: string; sends: number; idleMs: number }
   /** Spool only: copy `template` to `out`, put `inflight` messages in flight, then die by SIGKILL. */
   | { mode: 'crash'; system: 'spool'; template: string; out: string; inflight: number }
   | {
@@ -49,6 +55,7 @@ export interface ChildEntry {
   /** Never returns: the process dies as a crash would leave it. */
   crash?(spec: Extract<ChildSpec, { mode: 'crash' }>): Promise<never>;
   profile?(spec: Extract<ChildSpec, { mode: 'profile' }>): Promise<ChildResult>;
+  wake?(spec: Extract<ChildSpec, { mode: 'wake' }>): Promise<Metrics>;
 }
 
 /** Concurrency of the consumers in the RSS and boot runs (Spool's default). */
@@ -108,6 +115,10 @@ export function childMain(entry: ChildEntry): void {
       case 'profile':
         if (!entry.profile) throw unsupported();
         result = await entry.profile(spec);
+        break;
+      case 'wake':
+        if (!entry.wake) throw unsupported();
+        result = { metrics: await entry.wake(spec) };
         break;
     }
     process.stdout.write(`BENCH_RESULT ${JSON.stringify(result)}\n`);

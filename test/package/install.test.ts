@@ -51,7 +51,7 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'spool-package-'));
   app = join(work, 'app');
   const packed = await timed('npm pack (runs prepare: tsc build)', () => sh(ROOT, 'npm', ['pack', '--json', '--pack-destination', work]));
-  const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+  const [info] = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[/m))) as { filename: string; files: { path: string }[] }[];
   tarball = join(work, info!.filename);
   writeFileSync(join(work, 'files.json'), JSON.stringify(info!.files.map((f) => f.path)));
 

@@ -6,7 +6,8 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CHILD_CONCURRENCY, childMain, type ChildSpec } from '../child.js';
-import { collectGarbage, deferred, now, tempDir } from '../common.js';
+import { collectGarbage, deferred, now, percentile, tempDir } from '../common.js';
+import { createSpool } from '../../../dist/src/index.js';
 import { openAppSpool, spoolSystem } from '../systems/spool.js';
 import type { Metrics } from '../workloads.js';
 
@@ -68,4 +69,64 @@ async function crash(spec: Extract<ChildSpec, { mode: 'crash' }>): Promise<never
   return new Promise<never>(() => {});
 }
 
-childMain({ system: spoolSystem(), boot, crash });
+/**
+ * Statements this process runs, counted at better-sqlite3's Statement methods (every query the
+ * spool makes goes through one), by whether it reads the arrivals counters or does anything else.
+ */
+function countStatements(): { arrivals: number; other: number } {
+  const counts = { arrivals: 0, other: 0 };
+  const probe = new Database(':memory:');
+  const proto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string, (...args: unknown[]) => unknown>;
+  probe.close();
+  for (const method of ['run', 'get', 'all', 'iterate']) {
+    const original = proto[method]!;
+    proto[method] = function (this: { source: string }, ...args: unknown[]) {
+      if (this.source.includes("name = ?") && this.source.includes("scope = ''")) counts.arrivals += 1;
+      else counts.other += 1;
+      return original.apply(this, args);
+    };
+  }
+  return counts;
+}
+
+/**
+ * A pull consumer process (see ChildSpec 'wake'): idle on queue `idle` for `idleMs` on a quiet
+ * file, then as long again while the parent sends to another queue, then `sends` wake-ups on
+ * queue `wake`. Statements are counted per phase; each latency is from the parent's send (epoch
+ * ms with sub-ms precision in the payload) to the line after wait() resolved here.
+ */
+async function wake(spec: Extract<ChildSpec, { mode: 'wake' }>): Promise<Metrics> {
+  const counts = countStatements();
+  const pollIntervalMs = 1000;
+  const spool = createSpool({ path: spec.path, config: { processor: { pollIntervalMs } } });
+  const consumer = spool.consumer();
+  const phase = async (name: string): Promise<{ arrivals: number; other: number }> => {
+    const before = { ...counts };
+    process.stdout.write(`PHASE ${name}\n`);
+    // Nothing arrives on `idle`: the wait runs to its timeout.
+    if ((await consumer.wait('idle', { timeoutMs: spec.idleMs })) !== null) throw new Error('a message arrived on the idle queue');
+    return { arrivals: counts.arrivals - before.arrivals, other: counts.other - before.other };
+  };
+  const quiet = await phase('quiet');
+  const busy = await phase('busy');
+  process.stdout.write('PHASE wake\n');
+  const latencies: number[] = [];
+  while (latencies.length < spec.sends) {
+    const m = await consumer.wait<{ sentAt: number }>('wake', { timeoutMs: 10_000 });
+    if (!m) throw new Error(`no wake-up within 10 s after ${latencies.length} of ${spec.sends}`);
+    latencies.push(performance.timeOrigin + performance.now() - m.payload.sentAt);
+  }
+  await consumer.close();
+  await spool.close();
+  const perPoll = (n: number) => (n / spec.idleMs) * pollIntervalMs;
+  return {
+    'p50 ms': percentile(latencies, 50),
+    'p99 ms': percentile(latencies, 99),
+    'max ms': Math.max(...latencies),
+    'quiet queries/poll': perPoll(quiet.arrivals + quiet.other),
+    'busy queries/poll': perPoll(busy.other),
+    'busy counter reads/s': (busy.arrivals / spec.idleMs) * 1000,
+  };
+}
+
+childMain({ system: spoolSystem(), boot, crash, wake });
