@@ -11,6 +11,7 @@ import type { Clock } from './clock.js';
 import { compiledMessageMachine as machine, type MessageMachineState } from '../machines/compiled.js';
 import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
 import { deadLetter, rowState, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
+import type { QueueControlStats } from './runtime/control.js';
 import type { PoolsView } from './runtime/pools.js';
 import type { SettingsRuntime } from './settings/store.js';
 import type { Storage } from './storage.js';
@@ -30,6 +31,8 @@ export interface SpoolStats {
   accepting: boolean;
   queues: Record<string, QueueCounts>;
   pools: PoolsView;
+  /** Load control of each queue that has a rate limit, a budget or a RateLimitError pause. */
+  control: Record<string, QueueControlStats>;
 }
 
 /** Which dead letters requeue() sends back: one id, or every dead message (of a queue). */
@@ -43,6 +46,8 @@ export interface OperationsDeps {
   clock: Clock;
   /** Pool limits and use (the supervisor's view; created on demand). */
   pools(): PoolsView;
+  /** Load control per queue (the supervisor's view); `queues` are the names stats() knows. */
+  control?(queues: Iterable<string>): Record<string, QueueControlStats>;
   /** A requeued message of `queue` is ready: the running supervisor may claim it. */
   requeued(queue: string): void;
 }
@@ -88,7 +93,8 @@ export function createOperations(deps: OperationsDeps) {
         queues[queue] ??= { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 };
         queues[queue][state] = n;
       }
-      return { accepting: settings.get().accepting, queues, pools: deps.pools() };
+      const known = [...Object.keys(queues), ...Object.keys(settings.get().queues)];
+      return { accepting: settings.get().accepting, queues, pools: deps.pools(), control: deps.control?.(known) ?? {} };
     },
     async dead(queue?: string, listOptions?: { limit?: number }): Promise<MessageInfo[]> {
       if (queue !== undefined) assertQueueName(queue);
