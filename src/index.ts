@@ -2,13 +2,16 @@
 export { createSpool } from './spool.js';
 export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus } from './spool.js';
 export type { SpoolOptions } from './options.js';
-export { SpoolError, NonRetryableError, RetryAfterError, isSpoolError } from './errors.js';
+export { SpoolError, NonRetryableError, RetryAfterError, RateLimitError, isSpoolError } from './errors.js';
 export type { SpoolErrorCode } from './errors.js';
 export type { Message, HandlerContext, Handler } from './runtime/handler.js';
 export type { MessageInfo } from './runtime/message-codec.js';
 export type { Inspect } from './runtime/supervisor.js';
 export type { SendOptions } from './validate.js';
 export type { Clock } from './clock.js';
+export type { Schedules, ScheduleInfo } from './schedules/api.js';
+export type { ScheduleSpec, MissedPolicy } from './schedules/spec.js';
+export type { QueueControlStats, LimitedBy } from './runtime/control.js';
 export type {
   SpoolEvent,
   MessageStateEvent,
@@ -20,7 +23,7 @@ export type {
   RecoveredEvent,
   SweepEvent,
 } from './events.js';
-export type { Settings, QueueSettings, QueuePolicy } from './settings/schema.js';
+export type { Settings, QueueSettings, QueuePolicy, QueueRateLimit, QueueBudget } from './settings/schema.js';
 export { DEFAULT_SETTINGS } from './settings/schema.js';
 export type { SettingsStore, ExplainedSetting } from './settings/store.js';
 export type { MessageState, StoredError } from '../machines/message.machine.js';

@@ -17,6 +17,7 @@ import { createWatch } from './observe.js';
 import { createOperations, type RequeueFilter, type SpoolStats } from './operations.js';
 import { parseOptions, type SpoolOptions } from './options.js';
 import { createProducer } from './producer.js';
+import { createSchedules, type Schedules } from './schedules/api.js';
 import type { Handler } from './runtime/handler.js';
 import type { MessageInfo } from './runtime/message-codec.js';
 import { createSettingsStore, type SettingsStore } from './settings/store.js';
@@ -54,6 +55,8 @@ export interface Spool {
   watch(id: string): Observable<MessageState>;
   /** The live settings store. */
   readonly settings: SettingsStore;
+  /** Durable schedules (cron or every N ms), managed by name; only a started spool fires them. */
+  readonly schedules: Schedules;
   /** The supervisor's ActorRef: its snapshot shows pool limits and active counts. */
   readonly supervisor: ActorRefFrom<typeof supervisorMachine>;
   /** Where the spool is in its life: idle, starting, running, stopping, closing or closed. */
@@ -99,10 +102,12 @@ export function createSpool(options: SpoolOptions): Spool {
     bus,
     clock,
     pools: () => lifecycle.ensureSupervisor().pools(),
+    control: (queues) => lifecycle.ensureSupervisor().control(queues),
     requeued: (queue) => lifecycle.supervisor?.noteSent(queue, null),
   });
   const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations });
   const producer = createProducer({ opts, storage, settings, bus, runtime: () => lifecycle.supervisor });
+  const schedules = createSchedules({ storage, clock, maxPayloadBytes: opts.maxPayloadBytes, changed: () => lifecycle.supervisor?.schedulesChanged() });
   const watch = createWatch(bus, (id) => {
     try {
       return storage.open().repo.byId(id);
@@ -133,6 +138,7 @@ export function createSpool(options: SpoolOptions): Spool {
     },
     watch: (id): Observable<MessageState> => watch(id),
     settings,
+    schedules,
     get supervisor() {
       return lifecycle.ensureSupervisor().actor;
     },

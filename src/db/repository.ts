@@ -32,6 +32,9 @@ export interface MessageRow {
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
+  /** The schedule that sent it and the tick (epoch ms); null for a message sent otherwise. */
+  schedule: string | null;
+  scheduledFor: number | null;
 }
 
 /** A deleted row, as announced by `message.removed`. */
@@ -90,7 +93,7 @@ export function seqOf(id: string): number | undefined {
 const ROW_COLUMNS = `seq, coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, payload, state, failures, attempt,
   deliveries, crashes, visible_at AS visibleAt, lease_expires_at AS leaseExpiresAt, last_error AS lastError,
   priority, lease_token AS leaseToken, owner, created_at AS createdAt, updated_at AS updatedAt,
-  finished_at AS finishedAt`;
+  finished_at AS finishedAt, schedule, scheduled_for AS scheduledFor`;
 
 /** The claim's candidate query (queue, limit); exported so a test can check its query plan. */
 export const CANDIDATES_SQL = `SELECT ${ROW_COLUMNS} FROM messages
@@ -367,6 +370,8 @@ const rowSelection = {
   createdAt: messages.createdAt,
   updatedAt: messages.updatedAt,
   finishedAt: messages.finishedAt,
+  schedule: messages.schedule,
+  scheduledFor: messages.scheduledFor,
 };
 
 /** The repository's type. */

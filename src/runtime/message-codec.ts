@@ -78,6 +78,10 @@ export interface MessageInfo {
   visibleAt: number;
   finishedAt: number | null;
   lastError: { code: string; message: string; stack?: string } | null;
+  /** The schedule that sent it (only on a scheduled message). */
+  schedule?: string;
+  /** The tick it was sent for, epoch ms (only on a scheduled message). */
+  scheduledFor?: number;
 }
 
 /** The public view of a row. A row whose payload cannot be parsed shows it as its raw text. */
@@ -95,7 +99,14 @@ export function toMessageInfo(row: MessageRow): MessageInfo {
     visibleAt: row.visibleAt,
     finishedAt: row.finishedAt,
     lastError: row.lastError ? (parseOr(row.lastError, { code: 'UNKNOWN', message: row.lastError }) as MessageInfo['lastError']) : null,
+    ...scheduledFields(row),
   };
+}
+
+/** `schedule` and `scheduledFor` of a scheduled message's row; nothing for any other. */
+export function scheduledFields(row: MessageRow): { schedule?: string; scheduledFor?: number } {
+  if (row.schedule == null) return {};
+  return row.scheduledFor == null ? { schedule: row.schedule } : { schedule: row.schedule, scheduledFor: row.scheduledFor };
 }
 
 function parseOr(text: string, fallback: unknown): unknown {
