@@ -14,7 +14,6 @@ import { createTestClock } from '../helpers/test-clock.js';
 
 const spools = useTempSpools();
 
-type TestClock = ReturnType<typeof createTestClock>;
 
 /** No poll and no sweep on the test clock (the poll is tested apart); done rows kept for get(). */
 const QUIET = { processor: { pollIntervalMs: 3_600_000, batchSize: 100 }, maintenance: { intervalMs: 2_147_483_647 }, retention: { doneMs: 86_400_000 } };
