@@ -157,7 +157,7 @@ export function createControl(clock: Clock, settings: { get(): Settings }, wakeU
 
   return {
     gate,
-    /** A push handler of `queue` took its slot (key: its in-flight entry). */
+    /** A push handler of `queue` took its slot (key: its seq, unique among messages in flight). */
     began(queue: string, key: unknown) {
       const { rate, budget } = limits(queue);
       if (rate === null && budget === null) return;
@@ -169,7 +169,9 @@ export function createControl(clock: Clock, settings: { get(): Settings }, wakeU
     ended(queue: string, key: unknown) {
       const st = states.get(queue);
       if (!st) return;
-      st.busy.end(key, monotonicNow(clock));
+      const { rate, budget } = limits(queue);
+      // A queue that lost its limits keeps no history: nothing will ask for it.
+      st.busy.end(key, monotonicNow(clock), budget?.perMs ?? rate?.perMs ?? 0);
       // It ended earlier than the verdict assumed: the budget may free up sooner.
       st.budgetUntil = undefined;
     },

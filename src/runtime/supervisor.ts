@@ -74,7 +74,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     leases,
     announce,
     release(entry) {
-      control.ended(entry.queue, entry);
+      control.ended(entry.queue, entry.seq);
       pools.release(entry.pool);
       if (running) committer.wake();
     },
@@ -104,7 +104,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     if (!result) return;
     for (const { entry } of result.claimed) {
       control.gate.recordStarts(entry.queue, 1);
-      control.began(entry.queue, entry);
+      control.began(entry.queue, entry.seq);
     }
   }
 
@@ -184,7 +184,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         leases.abort(entry, new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
         entry.actor?.stop();
         leases.delete(entry);
-        control.ended(entry.queue, entry);
+        control.ended(entry.queue, entry.seq);
         pools.release(entry.pool);
       }
       await committer.drain(Math.max(DRAIN_GRACE_MS, deadline - performance.now()));

@@ -124,12 +124,17 @@ export class BusyWindow {
     this.running.set(key, at);
   }
 
-  /** The handler of `key` ended at `at` (a key never begun is ignored). */
-  end(key: unknown, at: number): void {
+  /**
+   * The handler of `key` ended at `at` (a key never begun is ignored). Intervals that left the
+   * window (now − perMs, now] are dropped here, so memory stays bounded even when nobody asks for
+   * the busy time.
+   */
+  end(key: unknown, at: number, perMs: number): void {
     const start = this.running.get(key);
     if (start === undefined) return;
     this.running.delete(key);
     const end = Math.max(start, at);
+    this.prune(at - perMs);
     this.done.push(start);
     this.done.push(end);
     this.doneSum += end - start;

@@ -88,8 +88,8 @@ describe('BusyWindow', () => {
     const b = new BusyWindow();
     b.begin('a', 0);
     b.begin('b', 0);
-    b.end('a', 100);
-    b.end('b', 100);
+    b.end('a', 100, 1000);
+    b.end('b', 100, 1000);
     // Two handlers of 100 ms each spend 200 ms.
     expect(b.busy(100, 1000)).toBe(200);
     b.begin('c', 500);
@@ -99,20 +99,31 @@ describe('BusyWindow', () => {
     expect(b.busy(1050, 1000)).toBe(650);
     // A running handler counts at most one window.
     expect(b.busy(5000, 1000)).toBe(1000);
-    b.end('c', 5000);
+    b.end('c', 5000, 1000);
     expect(b.busy(5500, 1000)).toBe(500);
     expect(b.busy(6000, 1000)).toBe(0);
     // An unknown key is ignored.
-    b.end('zzz', 6000);
+    b.end('zzz', 6000, 1000);
     expect(b.busy(6000, 1000)).toBe(0);
+  });
+
+  it('drops intervals that left the window as handlers end, so memory stays bounded', () => {
+    const b = new BusyWindow();
+    for (let i = 0; i < 100_000; i++) {
+      b.begin(i, i * 10);
+      b.end(i, i * 10 + 5, 1000);
+    }
+    // 100 intervals of 5 ms end inside the last 1000 ms.
+    expect(b.busy(999_995, 1000)).toBe(500);
+    expect((b as unknown as { done: { length: number } }).done.length).toBeLessThanOrEqual(2 * 101);
   });
 
   it('counts a long interval that straddles the window edge by its part inside', () => {
     const b = new BusyWindow();
     b.begin('long', 0);
     b.begin('short', 890);
-    b.end('short', 900);
-    b.end('long', 950);
+    b.end('short', 900, 1000);
+    b.end('long', 950, 1000);
     // Ends in order: short (900) then long (950). Window (500, 1500]: long counts 450, short 10.
     expect(b.busy(1500, 1000)).toBe(460);
   });
@@ -120,7 +131,7 @@ describe('BusyWindow', () => {
   it('finds the first whole ms at which busy time falls below the budget', () => {
     const b = new BusyWindow();
     b.begin('a', 0);
-    b.end('a', 300);
+    b.end('a', 300, 1000);
     // Budget 200 per 1000: 300 busy until t = 1000, then sliding out at 1 ms per ms: 199 at 1101.
     expect(b.nextBelow(300, 200, 1000)).toBe(1101);
     expect(b.busy(1100, 1000)).toBe(200);
@@ -131,7 +142,7 @@ describe('BusyWindow', () => {
   it('accounts for handlers still running: they keep the budget spent while they run', () => {
     const b = new BusyWindow();
     b.begin('done', 0);
-    b.end('done', 150);
+    b.end('done', 150, 1000);
     b.begin('run', 100);
     // At 150: 150 + 50 = 200 ≥ 200. The runner grows until 1100; done slides out from 1000.
     expect(b.busy(150, 1000)).toBe(200);
@@ -140,8 +151,8 @@ describe('BusyWindow', () => {
     const c = new BusyWindow();
     c.begin('x', 0);
     c.begin('y', 0);
-    c.end('x', 100);
-    c.end('y', 100);
+    c.end('x', 100, 1000);
+    c.end('y', 100, 1000);
     c.begin('r', 950);
     // From 1000 to 1100, x and y slide out at −2 per ms while r grows at +1: net −1 per ms.
     const at = c.nextBelow(960, 200, 1000)!;
@@ -162,7 +173,7 @@ describe('BusyWindow', () => {
       const running: number[] = [];
       for (let i = 0; i < 20; i++) {
         t += Math.floor(random() * 80);
-        if (running.length > 0 && random() < 0.5) b.end(running.shift()!, t);
+        if (running.length > 0 && random() < 0.5) b.end(running.shift()!, t, perMs);
         else {
           b.begin(i, t);
           running.push(i);
