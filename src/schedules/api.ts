@@ -63,7 +63,8 @@ export function toScheduleInfo(row: ScheduleRow): ScheduleInfo {
   try {
     spec = readSpec(row.spec);
   } catch {
-    return { name: row.name, queue: '', payload: row.spec, missed: 'one', enabled: row.enabled === 1, anchor: row.anchor, lastTickAt: row.cursor, nextAt: row.nextAt, createdAt: row.createdAt, updatedAt: row.updatedAt };
+    const { name, anchor, createdAt, updatedAt } = row;
+    return { name, queue: '', payload: row.spec, missed: 'one', enabled: row.enabled === 1, anchor, lastTickAt: row.cursor, nextAt: row.nextAt, createdAt, updatedAt };
   }
   return {
     name: row.name,
