@@ -265,6 +265,30 @@ describe('ticks', () => {
     await until(() => seen.length === 2, 'the next tick');
     expect(seen.map((m) => m.scheduledFor! - t0)).toEqual([2000, 4000]);
   });
+
+  it('reports a hand-corrupted schedule once and stops it, while the others tick on', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: QUIET });
+    const seen = recorder(spool, 'jobs');
+    await spool.schedules.upsert('broken', { everyMs: 1000, queue: 'jobs' });
+    await spool.schedules.upsert('fine', { everyMs: 1000, queue: 'jobs' });
+    const conn = spools.connect();
+    conn.prepare("UPDATE schedules SET spec = '{not json' WHERE name = 'broken'").run();
+    conn.close();
+    const errors: SpoolErrorEvent[] = [];
+    spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
+    await spool.start();
+    clock.advance(1000);
+    await until(() => seen.length === 1, 'the healthy tick');
+    clock.advance(1000);
+    await until(() => seen.length === 2, 'the next healthy tick');
+    expect(errors.map((e) => [e.code, e.message.includes('"broken" is unreadable')])).toEqual([['STORAGE_ERROR', true]]);
+    expect(await spool.schedules.get('broken')).toMatchObject({ payload: '{not json', nextAt: null });
+    // An upsert replaces it, and it ticks again.
+    await spool.schedules.upsert('broken', { everyMs: 1000, queue: 'jobs' });
+    clock.advance(1000);
+    await until(() => seen.length === 4, 'both ticks');
+  });
 });
 
 describe('missed ticks', () => {
