@@ -27,12 +27,12 @@ function cursor(path: string): { anchor: number; cursor: number | null } {
 
 describe('schedules across crashes and processes', () => {
   it('sends each tick exactly once through kills after and inside the commit, and a second process', async () => {
-    // 1. Killed right after the second firing's commit: its ticks are on disk, and the cursor with them.
-    const afterCommit = spawnChild(OWNER, [spools.path], { SPOOL_CRASH_POINT: 'schedule.afterCommit:2' });
+    // 1. Killed right after its first firing's commit: the tick is on disk, and the cursor with it.
+    const afterCommit = spawnChild(OWNER, [spools.path], { SPOOL_CRASH_POINT: 'schedule.afterCommit:1' });
     spools.onCleanup(() => afterCommit.kill());
     expect((await afterCommit.exited).signal).toBe('SIGKILL');
     const first = sentPerTick(spools.path);
-    expect(first.length).toBeGreaterThanOrEqual(2);
+    expect(first.length).toBeGreaterThanOrEqual(1);
     expect(cursor(spools.path).cursor).toBe(first.at(-1)!.at);
 
     // 2. Killed inside its first firing's transaction (the backfill at boot, or the next tick):
@@ -54,7 +54,8 @@ describe('schedules across crashes and processes', () => {
     expect(kept.anchor).toBe(anchor);
     await expect(second.start()).rejects.toMatchObject({ code: 'LOCKED' });
     const last = first.at(-1)!.at;
-    await owner.line((line) => line.startsWith('tick ') && Number(line.split(' ')[2]) >= last + 3000, 15_000);
+    // The tick the second owner died committing (missed, so backfilled), then a live one.
+    await owner.line((line) => line.startsWith('tick ') && Number(line.split(' ')[2]) >= last + 2000, 15_000);
     await owner.kill();
 
     const ticks = sentPerTick(spools.path);
