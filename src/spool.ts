@@ -98,16 +98,15 @@ export function createSpool(options: SpoolOptions): Spool {
   });
   const operations = createOperations({
     storage,
+    control: (queues) => lifecycle.ensureSupervisor().control(queues),
     settings,
     bus,
     clock,
     pools: () => lifecycle.ensureSupervisor().pools(),
-    control: (queues) => lifecycle.ensureSupervisor().control(queues),
     requeued: (queue) => lifecycle.supervisor?.noteSent(queue, null),
   });
   const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations });
   const producer = createProducer({ opts, storage, settings, bus, runtime: () => lifecycle.supervisor });
-  const schedules = createSchedules({ storage, clock, maxPayloadBytes: opts.maxPayloadBytes, changed: () => lifecycle.supervisor?.schedulesChanged() });
   const watch = createWatch(bus, (id) => {
     try {
       return storage.open().repo.byId(id);
@@ -115,6 +114,7 @@ export function createSpool(options: SpoolOptions): Spool {
       return undefined;
     }
   });
+  const schedules = createSchedules({ storage, clock, maxPayloadBytes: opts.maxPayloadBytes, changed: () => lifecycle.supervisor?.schedulesChanged() });
 
   return {
     register(queue, handler) {

@@ -53,12 +53,12 @@ export function createSupervisor(deps: SupervisorDeps) {
       // Also catches a deleted database on an idle spool, which commits nothing to notice it by.
       if (!committer.verify()) return;
       try {
+        // Schedules other processes (or the CLI) changed.
+        scheduler.refresh();
         settings.refresh();
         refreshQueues();
         // Delayed rows other processes wrote: the one query per poll that finds them.
         claimer.refreshDelayed();
-        // Schedules other processes (or the CLI) changed.
-        scheduler.refresh();
       } catch (error) {
         events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Poll failed: ${(error as Error).message}`, at: clock.now() });
       }
