@@ -9,9 +9,6 @@ export type { MessageInfo } from './runtime/message-codec.js';
 export type { Inspect } from './runtime/supervisor.js';
 export type { SendOptions } from './validate.js';
 export type { Clock } from './clock.js';
-export type { Schedules, ScheduleInfo } from './schedules/api.js';
-export type { ScheduleSpec, MissedPolicy } from './schedules/spec.js';
-export type { QueueControlStats, LimitedBy } from './runtime/control.js';
 export type {
   SpoolEvent,
   MessageStateEvent,
@@ -26,6 +23,9 @@ export type {
 export type { Settings, QueueSettings, QueuePolicy, QueueRateLimit, QueueBudget } from './settings/schema.js';
 export { DEFAULT_SETTINGS } from './settings/schema.js';
 export type { SettingsStore, ExplainedSetting } from './settings/store.js';
+export type { Schedules, ScheduleInfo } from './schedules/api.js';
+export type { ScheduleSpec, MissedPolicy } from './schedules/spec.js';
+export type { QueueControlStats, LimitedBy } from './runtime/control.js';
 export type { MessageState, StoredError } from '../machines/message.machine.js';
 export { messageMachine } from '../machines/message.machine.js';
 export { supervisorMachine } from '../machines/supervisor.machine.js';

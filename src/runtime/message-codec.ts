@@ -69,6 +69,10 @@ export interface MessageInfo {
   queue: string;
   state: MessageState;
   payload: unknown;
+  /** The schedule that sent it (only on a scheduled message). */
+  schedule?: string;
+  /** The tick it was sent for, epoch ms (only on a scheduled message). */
+  scheduledFor?: number;
   attempt: number;
   deliveries: number;
   priority: number;
@@ -78,10 +82,12 @@ export interface MessageInfo {
   visibleAt: number;
   finishedAt: number | null;
   lastError: { code: string; message: string; stack?: string } | null;
-  /** The schedule that sent it (only on a scheduled message). */
-  schedule?: string;
-  /** The tick it was sent for, epoch ms (only on a scheduled message). */
-  scheduledFor?: number;
+}
+
+/** `schedule` and `scheduledFor` of a scheduled message's row; nothing for any other. */
+export function scheduledFields(row: MessageRow): { schedule?: string; scheduledFor?: number } {
+  if (row.schedule == null) return {};
+  return row.scheduledFor == null ? { schedule: row.schedule } : { schedule: row.schedule, scheduledFor: row.scheduledFor };
 }
 
 /** The public view of a row. A row whose payload cannot be parsed shows it as its raw text. */
@@ -91,6 +97,7 @@ export function toMessageInfo(row: MessageRow): MessageInfo {
     queue: row.queue,
     state: row.state,
     payload: parseOr(row.payload, row.payload),
+    ...scheduledFields(row),
     attempt: row.attempt,
     deliveries: row.deliveries,
     priority: row.priority,
@@ -99,14 +106,7 @@ export function toMessageInfo(row: MessageRow): MessageInfo {
     visibleAt: row.visibleAt,
     finishedAt: row.finishedAt,
     lastError: row.lastError ? (parseOr(row.lastError, { code: 'UNKNOWN', message: row.lastError }) as MessageInfo['lastError']) : null,
-    ...scheduledFields(row),
   };
-}
-
-/** `schedule` and `scheduledFor` of a scheduled message's row; nothing for any other. */
-export function scheduledFields(row: MessageRow): { schedule?: string; scheduledFor?: number } {
-  if (row.schedule == null) return {};
-  return row.scheduledFor == null ? { schedule: row.schedule } : { schedule: row.schedule, scheduledFor: row.scheduledFor };
 }
 
 function parseOr(text: string, fallback: unknown): unknown {
