@@ -32,7 +32,12 @@ export interface MessageRow {
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
-  /** The schedule that sent it and the tick (epoch ms); null for a message sent otherwise. */
+  /** The message group, or null. */
+  grp: string | null;
+  /** Stored SQS message attributes (JSON text), or null. */
+  attributes: string | null;
+  sourceQueue: string | null;
+  firstDeliveredAt: number | null;
   schedule: string | null;
   scheduledFor: number | null;
 }
@@ -93,7 +98,11 @@ export function seqOf(id: string): number | undefined {
 const ROW_COLUMNS = `seq, coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, payload, state, failures, attempt,
   deliveries, crashes, visible_at AS visibleAt, lease_expires_at AS leaseExpiresAt, last_error AS lastError,
   priority, lease_token AS leaseToken, owner, created_at AS createdAt, updated_at AS updatedAt,
-  finished_at AS finishedAt, schedule, scheduled_for AS scheduledFor`;
+  finished_at AS finishedAt, grp, attributes, source_queue AS sourceQueue, first_delivered_at AS firstDeliveredAt,
+  schedule, scheduled_for AS scheduledFor`;
+
+/** Exported for the query builders of pull consumers (where filters) and the admin listing. */
+export { ROW_COLUMNS };
 
 /** The claim's candidate query (queue, limit); exported so a test can check its query plan. */
 export const CANDIDATES_SQL = `SELECT ${ROW_COLUMNS} FROM messages
@@ -370,6 +379,10 @@ const rowSelection = {
   createdAt: messages.createdAt,
   updatedAt: messages.updatedAt,
   finishedAt: messages.finishedAt,
+  grp: messages.grp,
+  attributes: messages.attributes,
+  sourceQueue: messages.sourceQueue,
+  firstDeliveredAt: messages.firstDeliveredAt,
   schedule: messages.schedule,
   scheduledFor: messages.scheduledFor,
 };
