@@ -14,7 +14,9 @@ export type CrashPoint =
   | 'complete.afterCommit'
   | 'retry.scheduled'
   | 'dead.afterCommit'
-  | 'recovery.midway';
+  | 'recovery.midway'
+  | 'schedule.beforeCommit'
+  | 'schedule.afterCommit';
 
 const spec = process.env.SPOOL_CRASH_POINT;
 

@@ -79,6 +79,25 @@ export class RetryAfterError extends Error {
   }
 }
 
+/**
+ * Thrown by a handler whose upstream said "too many requests": the message goes back to pending
+ * without using an attempt, and its whole queue claims nothing for `pauseMs` (in memory: a restart
+ * ends the pause). BullMQ's `Worker.RateLimitError`.
+ */
+export class RateLimitError extends Error {
+  /** `pauseMs`: how long the queue pauses, in ms (≥ 0). */
+  constructor(
+    readonly pauseMs: number,
+    message = `Rate limited: the queue pauses for ${pauseMs} ms`,
+  ) {
+    super(message);
+    this.name = 'RateLimitError';
+    if (!Number.isFinite(pauseMs) || pauseMs < 0) {
+      throw new SpoolError('INVALID_ARGUMENT', `RateLimitError expects pauseMs ≥ 0, got ${String(pauseMs)}`);
+    }
+  }
+}
+
 /** Turns anything thrown into an Error (graphile-worker's coerceError). Never throws. */
 export function coerceError(thrown: unknown): Error {
   if (isError(thrown)) return thrown;

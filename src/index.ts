@@ -2,7 +2,7 @@
 export { createSpool } from './spool.js';
 export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus } from './spool.js';
 export type { SpoolOptions } from './options.js';
-export { SpoolError, NonRetryableError, RetryAfterError, isSpoolError } from './errors.js';
+export { SpoolError, NonRetryableError, RetryAfterError, RateLimitError, isSpoolError } from './errors.js';
 export type { SpoolErrorCode } from './errors.js';
 export type { Message, HandlerContext, Handler } from './runtime/handler.js';
 export type { MessageInfo } from './runtime/message-codec.js';
@@ -26,9 +26,12 @@ export type {
   SweepEvent,
   MessageRemovedEvent,
 } from './events.js';
-export type { Settings, QueueSettings, QueuePolicy } from './settings/schema.js';
+export type { Settings, QueueSettings, QueuePolicy, QueueRateLimit, QueueBudget } from './settings/schema.js';
 export { DEFAULT_SETTINGS } from './settings/schema.js';
 export type { SettingsStore, ExplainedSetting } from './settings/store.js';
+export type { Schedules, ScheduleInfo } from './schedules/api.js';
+export type { ScheduleSpec, MissedPolicy } from './schedules/spec.js';
+export type { QueueControlStats, LimitedBy } from './runtime/control.js';
 export type { MessageState, StoredError } from '../machines/message.machine.js';
 export { messageMachine } from '../machines/message.machine.js';
 export { supervisorMachine } from '../machines/supervisor.machine.js';

@@ -12,6 +12,7 @@ import { compiledMessageMachine as machine, type MessageMachineState } from '../
 import type { QueueDirectory } from './queues/directory.js';
 import { createMaintenance, type Maintenance } from './runtime/maintenance.js';
 import { deadLetter, rowState, toMessageInfo, transitionRow, type MessageInfo } from './runtime/message-codec.js';
+import type { QueueControlStats } from './runtime/control.js';
 import type { PoolsView } from './runtime/pools.js';
 import type { SettingsRuntime } from './settings/store.js';
 import type { Storage } from './storage.js';
@@ -31,6 +32,8 @@ export interface SpoolStats {
   accepting: boolean;
   queues: Record<string, QueueCounts>;
   pools: PoolsView;
+  /** Load control of each queue that has a rate limit, a budget or a RateLimitError pause. */
+  control: Record<string, QueueControlStats>;
 }
 
 /** Which dead letters requeue() sends back: one id, or every dead message (of a queue). */
@@ -46,6 +49,8 @@ export interface OperationsDeps {
   directory: QueueDirectory;
   /** Pool limits and use (the supervisor's view; created on demand). */
   pools(): PoolsView;
+  /** Load control per queue (the supervisor's view); `queues` are the names stats() knows. */
+  control?(queues: Iterable<string>): Record<string, QueueControlStats>;
   /** A requeued message of `queue` is ready: the running supervisor may claim it. */
   requeued(queue: string): void;
 }
@@ -100,7 +105,8 @@ export function createOperations(deps: OperationsDeps) {
         queues[queue] ??= { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 };
         queues[queue][state] = n;
       }
-      return { accepting: settings.get().accepting, queues, pools: deps.pools() };
+      const known = [...Object.keys(queues), ...Object.keys(settings.get().queues)];
+      return { accepting: settings.get().accepting, queues, pools: deps.pools(), control: deps.control?.(known) ?? {} };
     },
     async dead(queue?: string, listOptions?: { limit?: number }): Promise<MessageInfo[]> {
       if (queue !== undefined) assertQueueName(queue);

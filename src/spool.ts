@@ -17,6 +17,7 @@ import { createWatch } from './observe.js';
 import { createOperations, type RequeueFilter, type SpoolStats } from './operations.js';
 import { parseOptions, type SpoolOptions } from './options.js';
 import { createProducer } from './producer.js';
+import { createSchedules, type Schedules } from './schedules/api.js';
 import type { Handler } from './runtime/handler.js';
 import type { MessageInfo } from './runtime/message-codec.js';
 import { createSettingsStore, type SettingsStore } from './settings/store.js';
@@ -59,6 +60,8 @@ export interface Spool {
   watch(id: string): Observable<MessageState>;
   /** The live settings store. */
   readonly settings: SettingsStore;
+  /** Durable schedules (cron or every N ms), managed by name; only a started spool fires them. */
+  readonly schedules: Schedules;
   /** The supervisor's ActorRef: its snapshot shows pool limits and active counts. */
   readonly supervisor: ActorRefFrom<typeof supervisorMachine>;
   /** Where the spool is in its life: idle, starting, running, stopping, closing or closed. */
@@ -111,6 +114,7 @@ export function createSpool(options: SpoolOptions): Spool {
   });
   const operations = createOperations({
     storage,
+    control: (queues) => lifecycle.ensureSupervisor().control(queues),
     settings,
     bus,
     clock,
@@ -144,6 +148,7 @@ export function createSpool(options: SpoolOptions): Spool {
       return undefined;
     }
   });
+  const schedules = createSchedules({ storage, clock, maxPayloadBytes: opts.maxPayloadBytes, changed: () => lifecycle.supervisor?.schedulesChanged() });
 
   return {
     register(queue, handler) {
@@ -167,6 +172,7 @@ export function createSpool(options: SpoolOptions): Spool {
     },
     watch: (id): Observable<MessageState> => watch(id),
     settings,
+    schedules,
     get supervisor() {
       return lifecycle.ensureSupervisor().actor;
     },

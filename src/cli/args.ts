@@ -35,6 +35,18 @@ Messages:
   spool send --db <file> --queue <q> '<json>'
       Stores one message with that JSON value as its payload and prints {"id": "..."}.
 
+Schedules:
+  spool schedules list --db <file>
+      Prints every schedule (spec, enabled, anchor, lastTickAt, nextAt) as a JSON array, by name.
+  spool schedules upsert --db <file> <name> '<json spec>'
+      Creates or changes a schedule and prints it. The spec is {"cron": "0 3 * * *", "tz":
+      "Europe/Berlin"} or {"everyMs": 30000}, plus "queue", and optionally "payload", "startAt"
+      (epoch ms or an ISO date), "missed" ("one", "all" or "none") and "enabled" (false disables
+      it without deleting it). Only a started spool fires ticks; it picks the change up within one
+      processor.pollIntervalMs.
+  spool schedules remove --db <file> <name>
+      Deletes a schedule and prints {"removed": true}, or {"removed": false} when there was none.
+
 These commands take no owner lock: they work while another process runs the spool on that file,
 which picks a change up within one processor.pollIntervalMs. Only settings update creates a
 missing file; the others refuse it. requeue and purge of many rows show a progress bar on stderr
@@ -64,7 +76,10 @@ export type CliCommand =
   | { name: 'get'; db: string; config?: string; id: string }
   | { name: 'requeue'; db: string; config?: string; target: { id: string } | { queue: string } | { all: true } }
   | { name: 'purge'; db: string; config?: string; queue: string; state: (typeof PURGE_STATES)[number]; yes: boolean }
-  | { name: 'send'; db: string; config?: string; queue: string; payload: string };
+  | { name: 'send'; db: string; config?: string; queue: string; payload: string }
+  | { name: 'schedules list'; db: string; config?: string }
+  | { name: 'schedules upsert'; db: string; config?: string; schedule: string; spec: string }
+  | { name: 'schedules remove'; db: string; config?: string; schedule: string };
 
 /** A command that works on a database file (every command but help and version). */
 export type DbCommand = Exclude<CliCommand, { name: 'help' | 'version' }>;
@@ -105,9 +120,15 @@ const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[
   requeue: { options: ['db', 'config', 'queue', 'all'], args: ['[<id>]'] },
   purge: { options: ['db', 'config', 'queue', 'state', 'yes'], args: [] },
   send: { options: ['db', 'config', 'queue'], args: ['<json>'] },
+  'schedules list': { options: ['db', 'config'], args: [] },
+  'schedules upsert': { options: ['db', 'config'], args: ['<name>', '<json spec>'] },
+  'schedules remove': { options: ['db', 'config'], args: ['<name>'] },
 };
 
-const NAMES = ['settings', ...Object.keys(COMMANDS).filter((n) => !n.startsWith('settings '))];
+/** Commands with subcommands: `spool settings get`, `spool schedules list`. */
+const GROUPS: Record<string, string> = { settings: 'get, update or reset', schedules: 'list, upsert or remove' };
+
+const NAMES = [...Object.keys(GROUPS), ...Object.keys(COMMANDS).filter((n) => !n.includes(' '))];
 
 /** Parses `argv` (without node and the script); throws UsageError naming what is wrong. */
 export function parseCli(argv: string[]): CliCommand {
@@ -125,12 +146,13 @@ export function parseCli(argv: string[]): CliCommand {
   if (values.version) throw new UsageError('--version takes no command');
 
   const [group, sub] = positionals;
-  const name = (group === 'settings' ? `settings ${sub ?? ''}` : group) as keyof typeof COMMANDS;
+  const grouped = group !== undefined && Object.hasOwn(GROUPS, group);
+  const name = (grouped ? `${group} ${sub ?? ''}` : group) as keyof typeof COMMANDS;
   const spec = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!spec) {
     throw new UsageError(
-      group === 'settings'
-        ? `Unknown settings command ${JSON.stringify(sub ?? '')}; expected get, update or reset`
+      grouped
+        ? `Unknown ${group} command ${JSON.stringify(sub ?? '')}; expected ${GROUPS[group!]}`
         : `Unknown command ${JSON.stringify(group)}; expected ${NAMES.slice(0, -1).join(', ')} or ${NAMES.at(-1)}`,
     );
   }
@@ -189,6 +211,12 @@ export function parseCli(argv: string[]): CliCommand {
     case 'send':
       if (queue === undefined) throw new UsageError('spool send needs --queue <q>');
       return { name, ...common, queue, payload: args[0]! };
+    case 'schedules list':
+      return { name, ...common };
+    case 'schedules upsert':
+      return { name, ...common, schedule: args[0]!, spec: args[1]! };
+    case 'schedules remove':
+      return { name, ...common, schedule: args[0]! };
   }
 }
 

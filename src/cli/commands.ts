@@ -1,5 +1,5 @@
-/** The `spool` commands (settings, stats, dead, get, requeue, purge, send), over a spool that is never started. */
-import { SpoolError, type Spool } from '../index.js';
+/** The `spool` commands (settings, stats, dead, get, requeue, purge, send, schedules), over a spool that is never started. */
+import { SpoolError, type ScheduleSpec, type Spool } from '../index.js';
 import type { DbCommand } from './args.js';
 import { purgeWithProgress, requeueAll } from './bulk.js';
 import { whileBusy } from './busy.js';
@@ -48,10 +48,24 @@ export async function runCommand(spool: Spool, command: DbCommand, context: Comm
       // send() retries a held write lock itself (up to 30 s), as it does for the running app.
       return { id: await spool.send(command.queue, payload) };
     }
+    case 'schedules list':
+      return spool.schedules.list();
+    case 'schedules upsert': {
+      const spec = parseJson(command.spec, 'The schedule spec', 'INVALID_ARGUMENT') as Record<string, unknown>;
+      // JSON has no dates: an ISO string for startAt means that time.
+      if (spec !== null && typeof spec === 'object' && typeof spec.startAt === 'string') {
+        const at = Date.parse(spec.startAt);
+        if (Number.isNaN(at)) throw new SpoolError('INVALID_ARGUMENT', `startAt ${JSON.stringify(spec.startAt)} is not a date`);
+        spec.startAt = at;
+      }
+      return whileBusy(() => spool.schedules.upsert(command.schedule, spec as unknown as ScheduleSpec));
+    }
+    case 'schedules remove':
+      return { removed: await whileBusy(() => spool.schedules.remove(command.schedule)) };
   }
 }
 
-function parseJson(text: string, what: string, code: 'INVALID_SETTINGS' | 'INVALID_PAYLOAD'): unknown {
+function parseJson(text: string, what: string, code: 'INVALID_SETTINGS' | 'INVALID_PAYLOAD' | 'INVALID_ARGUMENT'): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

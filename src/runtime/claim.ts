@@ -11,7 +11,8 @@ import { compiledMessageMachine as machine, type MessageMachineState } from '../
 import { monotonicNow } from '../clock.js';
 import type { MessageRow } from '../db/repository.js';
 import { policyFor } from '../settings/schema.js';
-import { deadLetter, rowState, transitionRow } from './message-codec.js';
+import type { ControlGate } from './control.js';
+import { deadLetter, rowState, scheduledFields, transitionRow } from './message-codec.js';
 import type { Pools } from './pools.js';
 import type { QueueTracker } from './queues.js';
 import type { ClaimResult, Inflight, SupervisorDeps } from './types.js';
@@ -27,9 +28,17 @@ export interface ClaimPlan {
 
 /**
  * Creates the claim over the runtime's parts; `active()` says whether claiming is allowed now,
- * and `delayedAt(at)` is told the nearest delayed row's time (to arm its timer).
+ * `delayedAt(at)` is told the nearest delayed row's time (to arm its timer), and `gate` (load
+ * control: rate limits, budgets, pushback) caps how many each queue may start.
  */
-export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueTracker, active: () => boolean, delayedAt: (at: number) => void) {
+export function createClaimer(
+  deps: SupervisorDeps,
+  pools: Pools,
+  queues: QueueTracker,
+  active: () => boolean,
+  delayedAt: (at: number) => void,
+  gate?: ControlGate,
+) {
   const { repo, clock, settings, consumers } = deps;
   /**
    * The earliest visible-at among delayed rows that this process knows of (null: none). Kept in
@@ -79,6 +88,8 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
       }
       const pool = pools.poolOf(queue);
       if ((free[pool] ?? 0) <= 0) continue;
+      // Held back by its load control: it stays hot, and the gate armed a wake-up for it.
+      if (gate && gate.allowance(queue) <= 0) continue;
       let list = byPool.get(pool);
       if (!list) byPool.set(pool, (list = []));
       list.push(queue);
@@ -116,25 +127,37 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
     return result;
   }
 
-  /** The best `want` rows across `members`, in priority, visible-at, send order. */
+  /** How many rows of `queue` a claim may take of `want`: its load control may allow fewer. */
+  function capOf(queue: string, want: number): number {
+    return gate ? Math.min(want, gate.allowance(queue)) : want;
+  }
+
+  /**
+   * The best `want` rows across `members`, in priority, visible-at, send order, at most each
+   * queue's cap: a queue held back by its limit leaves its share to the others of the pool.
+   */
   function choose(members: string[], want: number): MessageRow[] {
     if (members.length === 1) {
-      const rows = repo.candidates(members[0]!, want);
-      if (rows.length < want) queues.hot.delete(members[0]!);
+      const limit = capOf(members[0]!, want);
+      const rows = repo.candidates(members[0]!, limit);
+      if (rows.length < limit) queues.hot.delete(members[0]!);
       return rows;
     }
     const all: MessageRow[] = [];
     const fetched = new Map<string, number>();
+    const limits = new Map<string, number>();
     for (const queue of members) {
-      const rows = repo.candidates(queue, want);
+      const limit = capOf(queue, want);
+      const rows = repo.candidates(queue, limit);
       fetched.set(queue, rows.length);
+      limits.set(queue, limit);
       all.push(...rows);
     }
     all.sort((a, b) => b.priority - a.priority || a.visibleAt - b.visibleAt || a.seq - b.seq);
     const chosen = all.slice(0, want);
     const taken = new Map<string, number>();
     for (const row of chosen) taken.set(row.queue, (taken.get(row.queue) ?? 0) + 1);
-    for (const [queue, n] of fetched) if (n < want && (taken.get(queue) ?? 0) === n) queues.hot.delete(queue);
+    for (const [queue, n] of fetched) if (n < limits.get(queue)! && (taken.get(queue) ?? 0) === n) queues.hot.delete(queue);
     return chosen;
   }
 
@@ -191,6 +214,7 @@ export function createClaimer(deps: SupervisorDeps, pools: Pools, queues: QueueT
         createdAt: row.createdAt,
       },
     };
+    if (row.schedule !== null) Object.assign(entry.message, scheduledFields(row));
     result.claimed.push({ row, entry });
   }
 

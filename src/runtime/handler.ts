@@ -1,5 +1,5 @@
 /** What a consumer receives, and how its outcome is read. */
-import { NonRetryableError, RetryAfterError, toStoredError } from '../errors.js';
+import { NonRetryableError, RateLimitError, RetryAfterError, toStoredError } from '../errors.js';
 import type { StoredError } from '../../machines/message.machine.js';
 
 /** The message a handler gets. */
@@ -14,6 +14,10 @@ export interface Message<P = unknown> {
   priority: number;
   /** Epoch ms of the send. */
   createdAt: number;
+  /** The schedule that sent it (only on a scheduled message). */
+  schedule?: string;
+  /** The tick it was sent for, epoch ms (a catch-up: the latest missed tick). */
+  scheduledFor?: number;
 }
 
 /** The second argument of a handler. */
@@ -30,12 +34,14 @@ export type Outcome =
   | { kind: 'complete' }
   | { kind: 'fail'; error: StoredError }
   | { kind: 'reject'; error: StoredError }
-  | { kind: 'defer'; delayMs: number };
+  | { kind: 'defer'; delayMs: number; pauseMs?: number };
 
 /** Reads what a handler threw. Never throws, whatever was thrown (a Proxy, a throwing getter). */
 export function outcomeOf(thrown: unknown): Outcome {
   try {
     if (thrown instanceof RetryAfterError) return { kind: 'defer', delayMs: thrown.delayMs };
+    // Pending again at once: the queue's pause, not the row's visible-at, holds it back.
+    if (thrown instanceof RateLimitError) return { kind: 'defer', delayMs: 0, pauseMs: thrown.pauseMs };
     if (thrown instanceof NonRetryableError) return { kind: 'reject', error: toStoredError(thrown, 'NON_RETRYABLE') };
   } catch {
     // instanceof itself threw (a Proxy's getPrototypeOf trap): an ordinary failure.

@@ -70,6 +70,10 @@ export interface MessageInfo {
   queue: string;
   state: MessageState;
   payload: unknown;
+  /** The schedule that sent it (only on a scheduled message). */
+  schedule?: string;
+  /** The tick it was sent for, epoch ms (only on a scheduled message). */
+  scheduledFor?: number;
   attempt: number;
   deliveries: number;
   priority: number;
@@ -93,6 +97,12 @@ export interface MessageInfo {
   sourceQueue?: string;
 }
 
+/** `schedule` and `scheduledFor` of a scheduled message's row; nothing for any other. */
+export function scheduledFields(row: MessageRow): { schedule?: string; scheduledFor?: number } {
+  if (row.schedule == null) return {};
+  return row.scheduledFor == null ? { schedule: row.schedule } : { schedule: row.schedule, scheduledFor: row.scheduledFor };
+}
+
 /** The public view of a row. A row whose payload cannot be parsed shows it as its raw text. */
 export function toMessageInfo(row: MessageRow): MessageInfo {
   return {
@@ -100,6 +110,7 @@ export function toMessageInfo(row: MessageRow): MessageInfo {
     queue: row.queue,
     state: row.state,
     payload: parseOr(row.payload, row.payload),
+    ...scheduledFields(row),
     attempt: row.attempt,
     deliveries: row.deliveries,
     priority: row.priority,

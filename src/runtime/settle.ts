@@ -22,6 +22,8 @@ export interface SettleParts {
   release(entry: Inflight): void;
   /** A retry is ready at `visibleAt` in `queue`. */
   retryAt(queue: string, visibleAt: number, now: number): void;
+  /** A handler threw RateLimitError: `queue` pauses for `ms`. */
+  pushback?(queue: string, ms: number): void;
 }
 
 /** Creates the settle step. */
@@ -36,6 +38,8 @@ export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
       return;
     }
     entry.settled = true;
+    // Before the release asks for a claim: that claim must already see the queue paused.
+    if (outcome.kind === 'defer' && outcome.pauseMs !== undefined) parts.pushback?.(entry.queue, outcome.pauseMs);
     parts.release(entry);
     const now = clock.now();
     const event = eventFor(entry, outcome, now);

@@ -7,6 +7,8 @@
  * - leases.ts     the in-flight registry and the one timer for the nearest handler deadline
  * - timers.ts     the timer for the nearest delayed row, and the safety poll
  * - recovery.ts   boot recovery of in-flight rows
+ * - control.ts    rate limits, time budgets and pushback: how many each queue may start now
+ * - ../schedules/runner.ts  firing durable schedules (their ticks' messages)
  *
  * Ordering rules, each for a reason:
  * - A transition is computed purely (stepper), committed, and only then applied to the live actor
@@ -18,7 +20,9 @@
  * - Pending rows are not actors: an actor lives only while its message is in flight.
  */
 import { SpoolError } from '../errors.js';
+import { createScheduleRunner } from '../schedules/runner.js';
 import { createClaimer } from './claim.js';
+import { createControl } from './control.js';
 import { createExecutor } from './executor.js';
 import { createLeases } from './leases.js';
 import { createPools } from './pools.js';
@@ -26,7 +30,7 @@ import { createQueueTracker } from './queues.js';
 import { recover } from './recovery.js';
 import { createSettler } from './settle.js';
 import { createRuntimeTimers } from './timers.js';
-import { createAnnouncer, type SupervisorDeps } from './types.js';
+import { createAnnouncer, type ClaimResult, type SupervisorDeps } from './types.js';
 
 export type { Inspect, SupervisorDeps } from './types.js';
 
@@ -50,6 +54,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       // Also catches a deleted database on an idle spool, which commits nothing to notice it by.
       if (!committer.verify()) return;
       try {
+        // Schedules other processes (or the CLI) changed.
+        scheduler.refresh();
         settings.refresh();
         refreshQueues();
         // Delayed rows other processes wrote: the one query per poll that finds them.
@@ -72,6 +78,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     leases,
     announce,
     release(entry) {
+      control.ended(entry.queue, entry.seq);
       pools.release(entry.pool);
       if (running) committer.wake();
     },
@@ -83,9 +90,28 @@ export function createSupervisor(deps: SupervisorDeps) {
       // hot only after this tick's claim ran, so ask for another claim rather than the poll.
       else committer.wake();
     },
+    pushback: (queue, ms) => control.pushback(queue, ms),
   });
-  const claimer = createClaimer(deps, pools, queues, () => running && !committer.lost, (at) => timers.delayedAt(at));
+  const control = createControl(clock, settings, () => running && committer.wake());
+  const claimer = createClaimer(deps, pools, queues, () => running && !committer.lost, (at) => timers.delayedAt(at), control.gate);
   const executor = createExecutor(deps, { pools, leases, settler, announce });
+  const scheduler = createScheduleRunner({
+    ...deps,
+    sent(queue) {
+      // As a local send of ready rows: the claim picks them up now.
+      queues.heat(queue);
+      if (running) committer.wake();
+    },
+  });
+
+  /** After a claim's commit, before any handler runs: count its starts and their busy time. */
+  function claimed(result: ClaimResult | null) {
+    if (!result) return;
+    for (const { entry } of result.claimed) {
+      control.gate.recordStarts(entry.queue, 1);
+      control.began(entry.queue, entry.seq);
+    }
+  }
 
   /** Returns pull leases that ran out, then arms the timer for the next one. */
   function expireLeases() {
@@ -117,6 +143,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       refreshQueues();
       running = true;
       timers.startPoll();
+      // Ticks at or before this start fell due while no started spool ran: missed ticks.
+      scheduler.start(clock.now());
       claimer.refreshDelayed();
       const leaseAt = repo.nextLeaseExpiry();
       if (leaseAt !== null) timers.leaseAt(leaseAt);
@@ -132,7 +160,10 @@ export function createSupervisor(deps: SupervisorDeps) {
       committer.setHook({
         plan: claimer.plan,
         run: claimer.claim as (plan: unknown) => unknown,
-        committed: executor.claimed as (r: unknown) => void,
+        committed: (r) => {
+          claimed(r as ClaimResult | null);
+          executor.claimed(r as ClaimResult | null);
+        },
         failed: (error) => {
           // The claim rolled back: forget what it learnt about empty queues, and report it.
           queues.heatAll();
@@ -151,6 +182,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       if (!running) return;
       const deadline = performance.now() + timeoutMs;
       running = false;
+      scheduler.stop();
+      control.clearTimer();
       pools.stop();
       settingsSub?.unsubscribe();
       settingsSub = undefined;
@@ -173,6 +206,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         leases.abort(entry, new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
         entry.actor?.stop();
         leases.delete(entry);
+        control.ended(entry.queue, entry.seq);
         pools.release(entry.pool);
       }
       await committer.drain(Math.max(DRAIN_GRACE_MS, deadline - performance.now()));
@@ -201,12 +235,20 @@ export function createSupervisor(deps: SupervisorDeps) {
     },
     /** Pool limits and active counts, as the public stats() shows them. */
     pools: () => pools.view(),
+    /** Load control of the queues that have any (stats().control); `queues` adds names to resolve. */
+    control: (names: Iterable<string>) => control.view(names),
+    /** The load-control gate, for consumers other than the claim (pull hand-outs). */
+    gate: control.gate,
+    /** A schedule changed through this handle: re-arm the schedule timer now. */
+    schedulesChanged: () => scheduler.refresh(),
     get running() {
       return running;
     },
     /** Ends the supervisor actor and every timer, whatever state it was left in. */
     dispose() {
       running = false;
+      scheduler.stop();
+      control.clearTimer();
       settingsSub?.unsubscribe();
       settingsSub = undefined;
       timers.clear();

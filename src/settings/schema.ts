@@ -15,6 +15,20 @@ const backoffSchema = z.strictObject({
   jitter: z.boolean(),
 });
 
+/** A rolling-window rate limit: at most `max` handler starts (or pull hand-outs) per `perMs`. */
+const rateLimitSchema = z.strictObject({
+  max: z.number().int().min(1).max(1_000_000),
+  perMs: z.number().int().min(10).max(86_400_000),
+});
+
+/** A time budget: handlers of the queue busy at most `busyMs` (summed) per rolling `perMs`. */
+const budgetSchema = z
+  .strictObject({
+    busyMs: z.number().int().min(1),
+    perMs: z.number().int().min(10).max(86_400_000),
+  })
+  .refine((b) => b.busyMs <= b.perMs, { message: 'busyMs must be at most perMs', path: ['busyMs'] });
+
 const queuePolicyShape = {
   maxAttempts: z.number().int().min(1).max(1_000_000),
   backoff: backoffSchema,
@@ -22,6 +36,8 @@ const queuePolicyShape = {
   dedupe: z.enum(['none', 'content']),
   maxPending: z.number().int().min(1).nullable(),
   maxCrashes: z.number().int().min(1).max(1_000_000),
+  rateLimit: rateLimitSchema.nullable(),
+  budget: budgetSchema.nullable(),
 };
 
 /**
@@ -85,6 +101,9 @@ const queueSettingsSchema = z.strictObject({
   dedupe: queuePolicyShape.dedupe.optional(),
   maxPending: queuePolicyShape.maxPending.optional(),
   maxCrashes: queuePolicyShape.maxCrashes.optional(),
+  // false opts the queue out of a queueDefaults limit (null, a tombstone, falls back to it).
+  rateLimit: z.union([rateLimitSchema, z.literal(false)]).optional(),
+  budget: z.union([budgetSchema, z.literal(false)]).optional(),
 });
 
 /** The whole effective settings document. */
@@ -108,6 +127,10 @@ export type Settings = z.infer<typeof settingsSchema>;
 export type QueueSettings = z.infer<typeof queueSettingsSchema>;
 /** A queue's resolved delivery policy: queueDefaults overlaid with the queue's own keys. */
 export type QueuePolicy = Settings['queueDefaults'];
+/** A queue's rate limit. */
+export type QueueRateLimit = z.infer<typeof rateLimitSchema>;
+/** A queue's time budget. */
+export type QueueBudget = z.infer<typeof budgetSchema>;
 
 /** Built-in defaults: the lowest layer. */
 export const DEFAULT_SETTINGS: Settings = {
@@ -122,6 +145,8 @@ export const DEFAULT_SETTINGS: Settings = {
     dedupe: 'none',
     maxPending: null,
     maxCrashes: 5,
+    rateLimit: null,
+    budget: null,
   },
   queues: {},
   retention: { doneMs: 0, deadMs: null },
@@ -146,5 +171,7 @@ export function policyFor(settings: Settings, queue: string): QueuePolicy {
     dedupe: own.dedupe ?? base.dedupe,
     maxPending: own.maxPending === undefined ? base.maxPending : own.maxPending,
     maxCrashes: own.maxCrashes ?? base.maxCrashes,
+    rateLimit: own.rateLimit === undefined ? base.rateLimit : own.rateLimit === false ? null : own.rateLimit,
+    budget: own.budget === undefined ? base.budget : own.budget === false ? null : own.budget,
   };
 }

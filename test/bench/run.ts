@@ -6,7 +6,7 @@
  * checks that Spool ran every message's lifecycle, and writes test/bench/results/latest.{json,md}
  * (partial.{json,md} when --only, --systems or --durability narrowed the run).
  *
- *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,latency,claim,rss,boot,disk,check]
+ *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,drain-c8-ratelimit,latency,claim,rss,boot,disk,check]
  *                    [--systems floor,spool,plainjob,bullmq] [--durability normal,full] [--big]
  *                    [--batch 1000] [--dir /path/for/temp/files] [--out test/bench/results] [--redis-port P]
  *   npm run bench -- --cpu-prof --only drain-c8 [--systems spool] [--n 50000] [--prof-interval 200]
@@ -23,7 +23,7 @@ import { formatSummary, summarizeFile } from './profile-summary.js';
 import { existingRedis, findRedis, REDIS_INSTALL, REDIS_LOCATIONS, startRedis, type RedisServer } from './redis.js';
 import { renderCheck, renderMarkdown, renderTables, renderTargetsText } from './report.js';
 import { summarise, type Sample } from './results.js';
-import { SYSTEM_NAMES, systemByName } from './systems/index.js';
+import { SYSTEM_NAMES, systemByName, systemFor } from './systems/index.js';
 import type { BenchSystem } from './systems/types.js';
 import { checkTargets, TARGET_DEPTH } from './targets.js';
 import { fillTemplate, makeBootTemplate } from './templates.js';
@@ -34,12 +34,14 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 
 // ---- options ------------------------------------------------------------------------------------
 
-// Workloads later issues add (drain-c8 with a rate limit or with history on/off, pull-c8,
-// receive-10, a cross-process wake-up latency) join this list and QUICK below: see workloads.ts.
-const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'latency', 'claim', 'rss', 'boot', 'disk', 'check'] as const;
+// Workloads later issues add (drain-c8 with history on/off, pull-c8, receive-10, a cross-process
+// wake-up latency) join this list and QUICK below: see workloads.ts.
+const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency', 'claim', 'rss', 'boot', 'disk', 'check'] as const;
 type Part = (typeof ALL_WORKLOADS)[number];
-/** Workloads 1–5: in process, under both durabilities, every system. */
-const QUICK = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'latency'] as const satisfies readonly WorkloadName[];
+/** Workloads 1–5: in process, under both durabilities, every system (the drain-c8 variants: those that have the feature). */
+const QUICK = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency'] as const satisfies readonly WorkloadName[];
+/** Systems of a drain-c8 variant: Spool with the setting, and the floor as the ratio's baseline. */
+const VARIANT_SYSTEMS = ['floor', 'spool'];
 
 interface Options {
   n: number;
@@ -80,7 +82,7 @@ function parseArgs(argv: string[]): Options {
   };
   const only = new Set<Part>();
   for (const w of list('only') ?? ALL_WORKLOADS) {
-    if (w === 'drain') only.add('drain-c1').add('drain-c8');
+    if (w === 'drain') only.add('drain-c1').add('drain-c8').add('drain-c8-ratelimit');
     else if ((ALL_WORKLOADS as readonly string[]).includes(w)) only.add(w as Part);
     else throw new Error(`Unknown workload "${w}" (expected ${ALL_WORKLOADS.join(', ')}, or drain)`);
   }
@@ -130,7 +132,7 @@ const USAGE = `npm run bench -- [options]
   --n N              messages per run of workloads 1–4 (default 10000)
   --full-n N         N under durability full (default: --n); fsync-bound runs are slow on a slow disk
   --reps R           repetitions; tables show medians (default 3)
-  --only LIST        send,concurrent,batch,drain (= drain-c1,drain-c8),latency,claim,rss,boot,disk,check
+  --only LIST        send,concurrent,batch,drain (= drain-c1,drain-c8,drain-c8-ratelimit),latency,claim,rss,boot,disk,check
   --systems LIST     floor,spool,plainjob,bullmq
   --durability LIST  normal,full (default both; workloads 1–5)
   --big              add 1M-deep runs to claim, rss and boot (default sizes: 10k and 100k)
@@ -199,13 +201,14 @@ async function main() {
     const latencySystems: BenchSystem[] = ['floor', 'spool', 'plainjob', 'plainjob-10ms', 'bullmq']
       .filter((s) => o.systems.has(s === 'plainjob-10ms' ? 'plainjob' : s) && (s !== 'bullmq' || redis))
       .map(build);
+    const rateLimited: BenchSystem[] = VARIANT_SYSTEMS.filter((s) => o.systems.has(s)).map((s) => systemFor('drain-c8-ratelimit', s));
     const quick = QUICK.filter((w) => o.only.has(w));
 
     // Workloads 1–5: repetition outermost, so every repetition has its own floor to compare with.
     for (let rep = 1; rep <= o.reps && quick.length; rep++) {
       for (const durability of o.durability) {
         for (const workload of quick) {
-          const systems = workload === 'latency' ? latencySystems : base;
+          const systems = workload === 'latency' ? latencySystems : workload === 'drain-c8-ratelimit' ? rateLimited : base;
           const parts: string[] = [];
           for (const system of systems) {
             if (system.name === 'bullmq' && durability === 'full') continue;

@@ -8,14 +8,14 @@ import { collectGarbage, deferred, now, payload, payloads, percentile, sleep, te
 import type { BenchSystem, QueueHandle } from './systems/types.js';
 
 /**
- * Workloads 1–5 and 7 (6 runs in child processes: see child.ts; 8, `disk`, in disk.ts).
+ * Workloads 1–5 and 7 (6 runs in child processes: see child.ts; 8, `disk`, in disk.ts), and
+ * `drain-c8-ratelimit` (issue 11): drain-c8 with a queue rate limit set far above the drain rate
+ * (RATE_LIMIT_CONFIG), so it measures the limiter's cost, not the limit. Spool gets the setting
+ * through `spoolSystem(config)`; the floor runs it as plain drain-c8, as the ratio's baseline.
  *
  * Room for the workloads later issues add (not implemented yet). Each one gets a name here, a
  * CONCURRENCY entry, a case in run(), a table in report.ts, a target line in targets.ts, and runs
  * for every system that has the feature (the others show "–"):
- * - `drain-c8-ratelimit`: drain-c8 with a queue rate limit set far above the drain rate, so it
- *   measures the limiter's cost, not the limit. Spool gets the setting through
- *   `spoolSystem(config)` (systems/spool.ts merges it into the config layer).
  * - `drain-c8-history`, `drain-c8-nohistory`: drain-c8 with message history on and off, the same
  *   way.
  * - `pull-c8`: 8 in-process pull consumers, each in a loop of wait for a message, then end it.
@@ -25,7 +25,13 @@ import type { BenchSystem, QueueHandle } from './systems/types.js';
  *   from just before send() to the handler's first line (a child_process pair, as the rss and
  *   boot runs use; see child-runner.ts).
  */
-export type WorkloadName = 'send' | 'concurrent' | 'batch' | 'drain-c1' | 'drain-c8' | 'latency' | 'claim';
+export type WorkloadName = 'send' | 'concurrent' | 'batch' | 'drain-c1' | 'drain-c8' | 'drain-c8-ratelimit' | 'latency' | 'claim';
+
+/**
+ * The config layer of `drain-c8-ratelimit`: a million starts per second, about 100× what a drain
+ * at concurrency 8 reaches here, so the limiter counts every start and never holds one back.
+ */
+export const RATE_LIMIT_CONFIG = { queues: { bench: { rateLimit: { max: 1_000_000, perMs: 1000 } } } };
 
 /** Named figures of one run (units in the name's table spec). */
 export type Metrics = Record<string, number>;
@@ -68,6 +74,7 @@ const CONCURRENCY: Record<WorkloadName, number> = {
   batch: 1,
   'drain-c1': 1,
   'drain-c8': 8,
+  'drain-c8-ratelimit': 8,
   latency: LATENCY.concurrency,
   claim: CLAIM_CONCURRENCY,
 };
@@ -124,7 +131,8 @@ async function run(spec: RunSpec, h: QueueHandle, hooks: MeasureHooks): Promise<
       return { 'msg/s': (n / ms) * 1000 };
     }
     case 'drain-c1':
-    case 'drain-c8': {
+    case 'drain-c8':
+    case 'drain-c8-ratelimit': {
       for (let i = 0; i < n; i += spec.batch) await h.sendBatch(payloads(i, Math.min(spec.batch, n - i)));
       collectGarbage();
       const finished = h.untilDone(n);

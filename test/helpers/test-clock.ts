@@ -11,7 +11,7 @@ export function createTestClock(start = 1_700_000_000_000) {
   let mono = 0;
   let nextId = 1;
   const timers = new Map<number, { at: number; fn: () => void }>();
-  const clock: Clock & { advance(ms: number): void; stepWall(ms: number): void; readonly pending: number } = {
+  const clock: Clock & { advance(ms: number): void; stepWall(ms: number): void; nextDue(): number | null; readonly pending: number } = {
     now: () => wall,
     monotonic: () => mono,
     setTimeout(fn, ms) {
@@ -39,6 +39,12 @@ export function createTestClock(start = 1_700_000_000_000) {
     },
     stepWall(ms) {
       wall += ms;
+    },
+    /** How long until the earliest pending timer fires (ms), or null when none is pending. */
+    nextDue() {
+      let at = Infinity;
+      for (const timer of timers.values()) at = Math.min(at, timer.at);
+      return at === Infinity ? null : Math.max(0, at - mono);
     },
     get pending() {
       return timers.size;

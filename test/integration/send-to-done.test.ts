@@ -81,6 +81,7 @@ describe('send → done', () => {
         later: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
       },
       pools: { default: { concurrency: 2, active: 0 }, byQueue: { slow: { concurrency: 1, active: 0 } } },
+      control: {},
     });
 
     const orphanDead = reached(spool.events$, 'dead', 1, 'orphan');

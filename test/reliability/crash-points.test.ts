@@ -1,14 +1,16 @@
 /**
  * Named crash points (src/crash-points.ts): for every point and n = 1..3, a child running the
  * real workload is killed by SIGKILL at the n-th hit, a clean child drains the file, and the
- * checker asserts every invariant (I1–I8). Reproduce a failure with SPOOL_SEED=<seed>.
+ * checker asserts every invariant (I1–I9). Reproduce a failure with SPOOL_SEED=<seed>. The schedule's
+ * own points (schedule.beforeCommit/afterCommit) are killed in schedules.test.ts, which waits for ticks.
  */
+import { appendFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { CrashPoint } from '../../src/crash-points.js';
 import type { ChildOptions } from './harness/child.js';
 import { check, formatSummary } from './harness/checker.js';
-import { FILES } from './harness/protocol.js';
+import { FILES, TICKS } from './harness/protocol.js';
 import { createRunDir, createRunRecorder, drainAndCheck, runChild } from './harness/run.js';
 
 const POINTS: CrashPoint[] = [
@@ -88,7 +90,7 @@ describe('crash points', () => {
           expect(c.inflightAfterCrash, c.report).toBe(c.inflightBefore);
         }
         expect(c.result.problems, c.report).toEqual([]);
-        expect(c.result.summary.violations, c.report).toEqual({ I1: 0, I2: 0, I3: 0, I4: 0, I5: 0, I6: 0, I7: 0, I8: 0 });
+        expect(c.result.summary.violations, c.report).toEqual({ I1: 0, I2: 0, I3: 0, I4: 0, I5: 0, I6: 0, I7: 0, I8: 0, I9: 0 });
         expect(c.result.summary.refused + c.result.summary.storageErrors, c.report).toBe(0);
         // Something was sent (acked or not) before the kill, so the checker had work to do.
         expect(c.result.summary.messages + c.result.summary.unacked, c.report).toBeGreaterThan(0);
@@ -99,7 +101,7 @@ describe('crash points', () => {
 });
 
 describe('checker', () => {
-  it('flags a lost, a phantom, a stuck and a split-brain row', async () => {
+  it('flags a lost, a phantom, a stuck and a split-brain row, and a tick sent twice or skipped', async () => {
     const { dir, cleanup } = createRunDir();
     const recorder = createRunRecorder(dir);
     const options: ChildOptions = { dir, run: 0, mode: 'produce+consume', seed: BASE_SEED, messages: 60, keepDone: true, exitWhenIdle: true };
@@ -117,7 +119,11 @@ describe('checker', () => {
     db.prepare(`UPDATE messages SET payload = json_set(payload, '$.text', 'tampered') WHERE id = ?`).run(other);
     // Split brain: the row moved without its count (as a write outside the repository would).
     db.prepare(`UPDATE messages SET state = 'pending' WHERE id = ?`).run(done);
+    const anchor = db.prepare(`SELECT anchor FROM schedules WHERE name = ?`).pluck().get(TICKS.schedule) as number;
     db.close();
+    // A tick handled under two message ids, and one far beyond the last tick, with none between.
+    const tick = (id: string, k: number) => JSON.stringify({ r: 9, id, at: anchor + k * TICKS.everyMs });
+    appendFileSync(`${dir}/${FILES.ticks}`, `${tick('901', 1)}\n${tick('902', 1)}\n${tick('903', 1000)}\n`);
 
     const { summary, details } = check(dir);
     expect(summary.lost, details.join('\n')).toBe(1);
@@ -125,6 +131,7 @@ describe('checker', () => {
     expect(summary.stuck, details.join('\n')).toBe(1);
     // Both sides of the moved row disagree with their counts: done is one short, pending one over.
     expect(summary.violations.I8, details.join('\n')).toBe(2);
+    expect(summary.violations.I9, details.join('\n')).toBe(2);
     expect(summary.ok).toBe(false);
     cleanup();
   }, 60_000);

@@ -22,11 +22,13 @@ describe('random kills', () => {
 
     expect(result.problems, report).toEqual([]);
     expect(result.summary.kills, report).toBe(KILLS);
-    expect(result.summary.violations, report).toEqual({ I1: 0, I2: 0, I3: 0, I4: 0, I5: 0, I6: 0, I7: 0, I8: 0 });
+    expect(result.summary.violations, report).toEqual({ I1: 0, I2: 0, I3: 0, I4: 0, I5: 0, I6: 0, I7: 0, I8: 0, I9: 0 });
     expect(result.summary.refused + result.summary.storageErrors, report).toBe(0);
     // The loop did real work: messages were acked, and some were in flight at a kill.
     expect(result.summary.messages, report).toBeGreaterThan(KILLS);
     expect(result.summary.done, report).toBeGreaterThan(0);
+    // The schedule ticked through the kills (one a second, for the whole loop).
+    expect(result.summary.ticks, report).toBeGreaterThan(5);
     cleanup();
   }, 200_000);
 });

@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { childMain, type ChildResult, type ChildSpec } from '../child.js';
-import { systemByName } from '../systems/index.js';
+import { systemFor } from '../systems/index.js';
 import { runOne } from '../workloads.js';
 
 async function profile(spec: Extract<ChildSpec, { mode: 'profile' }>): Promise<ChildResult> {
@@ -15,7 +15,7 @@ async function profile(spec: Extract<ChildSpec, { mode: 'profile' }>): Promise<C
   let file = '';
   const metrics = await runOne({
     workload: spec.workload,
-    system: systemByName(spec.system, spec.redisPort),
+    system: systemFor(spec.workload, spec.system, spec.redisPort),
     durability: spec.durability,
     n: spec.n,
     batch: spec.batch,

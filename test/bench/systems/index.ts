@@ -4,6 +4,7 @@ import { floorSystem } from './floor.js';
 import { plainjobSystem } from './plainjob.js';
 import { spoolSystem } from './spool.js';
 import type { BenchSystem } from './types.js';
+import { RATE_LIMIT_CONFIG } from '../workloads.js';
 
 /** Names accepted by --systems. */
 export const SYSTEM_NAMES = ['floor', 'spool', 'plainjob', 'bullmq'] as const;
@@ -26,4 +27,10 @@ export function systemByName(name: string, redisPort?: number): BenchSystem {
     default:
       throw new Error(`Unknown system "${name}" (expected one of ${SYSTEM_NAMES.join(', ')})`);
   }
+}
+
+/** The system a workload runs on: a workload variant may configure it (drain-c8-ratelimit's limit). */
+export function systemFor(workload: string, name: string, redisPort?: number): BenchSystem {
+  if (workload === 'drain-c8-ratelimit' && name === 'spool') return spoolSystem(RATE_LIMIT_CONFIG);
+  return systemByName(name, redisPort);
 }

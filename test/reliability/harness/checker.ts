@@ -14,6 +14,9 @@
  *   when the child dies; I8 the store agrees with itself after every child exit: the per-queue,
  *   per-state counts in `counters` equal the rows (they are kept by deltas in the same
  *   transactions), and every snapshot reads back with its row's state and counts.
+ * - I9 schedules: every tick of the harness's schedule from the first sent to the last was sent
+ *   exactly once: one message id per tick (handler starts and rows together), on the schedule's
+ *   grid (anchor + k × everyMs), with no tick missing in between.
  *
  * Usage as a script: node --import tsx test/reliability/harness/checker.ts <dir>
  */
@@ -21,6 +24,7 @@ import { appendFileSync, existsSync, openSync, readSync, closeSync, fstatSync } 
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import {
+  TICKS,
   filesIn,
   payloadHash,
   readLines,
@@ -30,6 +34,7 @@ import {
   type Kind,
   type RunLine,
   type SendLine,
+  type TickLine,
 } from './protocol.js';
 
 /** The figures of a checked run directory. */
@@ -58,8 +63,10 @@ export interface Summary {
   torn: number;
   /** Storage `error` events the children saw. */
   storageErrors: number;
+  /** Distinct ticks of the schedule that were sent (I9). */
+  ticks: number;
   /** Invariant violations, by invariant; all zero when ok. */
-  violations: Record<'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8', number>;
+  violations: Record<'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6' | 'I7' | 'I8' | 'I9', number>;
   ok: boolean;
 }
 
@@ -201,7 +208,8 @@ export function check(dir: string, options: { now?: number } = {}): CheckResult 
   const runs = readLines<RunLine>(files.runs, torn);
   const checks = readLines<CheckLine>(files.checks, torn);
   const details: string[] = [];
-  const v: Summary['violations'] = { I1: 0, I2: 0, I3: 0, I4: 0, I5: 0, I6: 0, I7: 0, I8: 0 };
+  const tickLines = readLines<TickLine>(files.ticks, torn);
+  const v: Summary['violations'] = { I1: 0, I2: 0, I3: 0, I4: 0, I5: 0, I6: 0, I7: 0, I8: 0, I9: 0 };
   const fail = (inv: keyof Summary['violations'], text: string) => {
     v[inv] += 1;
     if (details.length < 50) details.push(`${inv} ${text}`);
@@ -247,9 +255,13 @@ export function check(dir: string, options: { now?: number } = {}): CheckResult 
   const db = openDb(files.db);
   const rows = new Map<string, Row>();
   let finalHealth = { integrity: 'ok', i8: [] as string[] };
+  let tickRows: { id: string; at: number }[] = [];
+  let anchor: number | undefined;
   if (db) {
     try {
       finalHealth = storeHealth(db);
+      tickRows = db.prepare('SELECT id, scheduled_for AS at FROM messages WHERE schedule = ?').all(TICKS.schedule) as { id: string; at: number }[];
+      anchor = (db.prepare('SELECT anchor FROM schedules WHERE name = ?').get(TICKS.schedule) as { anchor: number } | undefined)?.anchor;
       for (const row of db
         .prepare(
           `SELECT id, queue, payload, state, snapshot, attempt, deliveries, visible_at AS visibleAt, ready, last_error AS lastError FROM messages`,
@@ -289,6 +301,8 @@ export function check(dir: string, options: { now?: number } = {}): CheckResult 
     }
   }
   for (const row of rows.values()) {
+    // The schedule's messages were not sent by a producer: I9 accounts for them.
+    if (row.queue === TICKS.queue) continue;
     let key: string | undefined;
     try {
       key = (JSON.parse(row.payload) as { key?: string }).key;
@@ -408,6 +422,24 @@ export function check(dir: string, options: { now?: number } = {}): CheckResult 
   }
   for (const text of finalHealth.i8) fail('I8', `final: ${text}`);
 
+  // I9: one message per tick, none missing between the first and the last.
+  const idsByTick = new Map<number, Set<string>>();
+  for (const { id, at } of [...tickLines, ...tickRows]) {
+    let ids = idsByTick.get(at);
+    if (!ids) idsByTick.set(at, (ids = new Set()));
+    ids.add(id);
+  }
+  const tickTimes = [...idsByTick.keys()].sort((a, b) => a - b);
+  for (const at of tickTimes) {
+    const ids = idsByTick.get(at)!;
+    if (ids.size > 1) fail('I9', `tick ${new Date(at).toISOString()} was sent ${ids.size} times: ids ${[...ids].join(', ')}`);
+    if (anchor !== undefined && ((at - anchor) % TICKS.everyMs !== 0 || at <= anchor)) fail('I9', `tick ${at} is not on the grid of anchor ${anchor}`);
+  }
+  for (let i = 1; i < tickTimes.length; i++) {
+    const gap = tickTimes[i]! - tickTimes[i - 1]!;
+    if (gap !== TICKS.everyMs) fail('I9', `${gap / TICKS.everyMs - 1} tick(s) missing after ${new Date(tickTimes[i - 1]!).toISOString()}`);
+  }
+
   const summary: Summary = {
     kills,
     messages: acks.size,
@@ -425,6 +457,7 @@ export function check(dir: string, options: { now?: number } = {}): CheckResult 
     unacked,
     torn: torn.count,
     storageErrors,
+    ticks: tickTimes.length,
     violations: v,
     ok: Object.values(v).every((n) => n === 0),
   };
@@ -441,7 +474,7 @@ export function formatSummary(s: Summary): string {
     `kills=${s.kills} messages=${s.messages} lost=${s.lost} phantom=${s.phantom} stuck=${s.stuck} ` +
     `duplicates=${s.duplicates} maxAttempts=${s.maxAttempts} integrity=${s.integrity} ` +
     `(done=${s.done} dead=${s.dead} delayed=${s.delayed} stale=${s.stale} unacked=${s.unacked} refused=${s.refused} ` +
-    `torn=${s.torn} storageErrors=${s.storageErrors}) invariants=${s.ok ? 'ok' : `FAILED ${bad}`}`
+    `torn=${s.torn} storageErrors=${s.storageErrors} ticks=${s.ticks}) invariants=${s.ok ? 'ok' : `FAILED ${bad}`}`
   );
 }
 

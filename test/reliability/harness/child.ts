@@ -19,6 +19,7 @@ import {
   FILES,
   QUEUES,
   REPORT_TIMEOUT_MS,
+  TICKS,
   between,
   createRng,
   payloadHash,
@@ -28,6 +29,7 @@ import {
   type Kind,
   type Payload,
   type SendLine,
+  type TickLine,
 } from './protocol.js';
 
 /** How the parent starts a child. */
@@ -98,6 +100,7 @@ async function main(o: ChildOptions) {
   const sends = appender<SendLine>(join(o.dir, FILES.sends));
   const handled = appender<HandledLine>(join(o.dir, FILES.handled));
   const events = appender<EventLine>(join(o.dir, FILES.events));
+  const ticks = appender<TickLine>(join(o.dir, FILES.ticks));
   const r = o.run;
 
   const life = setTimeout(() => {
@@ -146,6 +149,9 @@ async function main(o: ChildOptions) {
     if (fail) throw new Error(`${p.kind} message ${p.key}, attempt ${message.attempt}`);
   };
   for (const queue of QUEUES) spool.register(queue, handler);
+  spool.register(TICKS.queue, (message) => ticks({ r, id: message.id, at: message.scheduledFor! }));
+  // Every child upserts the same spec, as an app does at boot: the anchor and cursor stay.
+  await spool.schedules.upsert(TICKS.schedule, { everyMs: TICKS.everyMs, queue: TICKS.queue, missed: 'all' });
   await spool.start();
 
   if (o.mode === 'produce+consume') await produce(o, spool, sends);

@@ -22,6 +22,8 @@ export const FILES = {
   runs: 'runs.log',
   /** Store checks after each child exit (integrity, I7, I8), written by the parent. */
   checks: 'checks.log',
+  /** Handler starts of the schedule's tick messages. */
+  ticks: 'ticks.log',
 } as const;
 
 /** Paths of the files of a run directory. */
@@ -70,6 +72,13 @@ export type EventLine =
   | { r: number; e: 'recovered'; pending: number; dead: number }
   | { r: number; e: 'error'; code: string; msg: string };
 
+/** ticks.log lines: a tick message's handler started (id, the tick it was sent for). */
+export interface TickLine {
+  r: number;
+  id: string;
+  at: number;
+}
+
 /** runs.log lines. */
 export interface RunLine {
   r: number;
@@ -93,6 +102,13 @@ export interface CheckLine {
   /** done/dead events whose row the database does not show in that state (I7). */
   i7: string[];
 }
+
+/**
+ * The schedule every child upserts (the same spec each time, so the anchor and cursor stay): a tick
+ * every second into its own queue, missed ticks backfilled, so that across any kills every tick
+ * from the first to the last is sent exactly once (I9).
+ */
+export const TICKS = { schedule: 'heartbeat', queue: 'tick', everyMs: 1000 } as const;
 
 /** Queues of the workload: two share the default pool, two have their own executor. */
 export const QUEUES = ['email', 'audit', 'image', 'report'] as const;

@@ -41,8 +41,11 @@ describe('settings schema', () => {
           dedupe: 'content',
           maxPending: 1000,
           maxCrashes: 2,
+          rateLimit: { max: 1_000_000, perMs: 86_400_000 },
+          budget: { busyMs: 10, perMs: 10 },
         },
         'A-z_0.9': {},
+        optedOut: { rateLimit: false, budget: false },
       },
       retention: { doneMs: 60_000, deadMs: 86_400_000 },
     };
@@ -77,6 +80,19 @@ describe('settings schema', () => {
       ['an unknown queue key', 'queues.email.retries', 3],
       ['an unknown queue backoff key', 'queues.email.backoff.factor', 2],
       ['an unknown queue executor key', 'queues.email.executor.threads', 2],
+      ['a rate limit of 0 starts', 'queueDefaults.rateLimit', { max: 0, perMs: 1000 }],
+      ['a rate limit over 1,000,000 starts', 'queues.email.rateLimit', { max: 1_000_001, perMs: 1000 }],
+      ['a rate window under 10 ms', 'queues.email.rateLimit', { max: 1, perMs: 9 }],
+      ['a rate window over a day', 'queueDefaults.rateLimit', { max: 1, perMs: 86_400_001 }],
+      ['a fractional rate limit', 'queues.email.rateLimit', { max: 1.5, perMs: 1000 }],
+      ['a rate limit without perMs', 'queues.email.rateLimit', { max: 5 }],
+      ['a rate limit with an unknown key', 'queues.email.rateLimit', { max: 5, perMs: 1000, burst: 2 }],
+      ['true as a rate limit', 'queues.email.rateLimit', true],
+      ['false in queueDefaults (null means none)', 'queueDefaults.rateLimit', false],
+      ['a budget over its window', 'queues.email.budget', { busyMs: 1001, perMs: 1000 }],
+      ['a zero budget', 'queueDefaults.budget', { busyMs: 0, perMs: 1000 }],
+      ['a budget window under 10 ms', 'queues.email.budget', { busyMs: 5, perMs: 9 }],
+      ['a budget window over a day', 'queues.email.budget', { busyMs: 5, perMs: 86_400_001 }],
     ];
     for (const [what, path, value] of cases) {
       it(`${what} (${path})`, () => {
@@ -120,6 +136,8 @@ describe('policyFor', () => {
       dedupe: 'none',
       maxPending: 500,
       maxCrashes: 5,
+      rateLimit: { max: 100, perMs: 1000 },
+      budget: null,
     },
     queues: {
       partial: { maxAttempts: 7, backoff: { delayMs: 50 } },
@@ -130,6 +148,8 @@ describe('policyFor', () => {
         dedupe: 'content',
         maxPending: 2,
         maxCrashes: 9,
+        rateLimit: { max: 5, perMs: 60_000 },
+        budget: { busyMs: 200, perMs: 1000 },
       },
       unlimited: { timeoutMs: null, maxPending: null },
       executorOnly: { executor: { concurrency: 2 }, paused: true },
@@ -150,8 +170,8 @@ describe('policyFor', () => {
   });
 
   it('takes every key from the queue when it sets them all', () => {
-    const { maxAttempts, backoff, timeoutMs, dedupe, maxPending, maxCrashes } = settings.queues.full!;
-    expect(policyFor(settings, 'full')).toEqual({ maxAttempts, backoff, timeoutMs, dedupe, maxPending, maxCrashes });
+    const { maxAttempts, backoff, timeoutMs, dedupe, maxPending, maxCrashes, rateLimit, budget } = settings.queues.full!;
+    expect(policyFor(settings, 'full')).toEqual({ maxAttempts, backoff, timeoutMs, dedupe, maxPending, maxCrashes, rateLimit, budget });
   });
 
   it('lets a queue set nullable limits back to null over non-null defaults', () => {
@@ -159,6 +179,17 @@ describe('policyFor', () => {
     expect(policy.timeoutMs).toBeNull();
     expect(policy.maxPending).toBeNull();
     expect(policy.maxAttempts).toBe(3);
+  });
+
+  it('reads a queue\'s rateLimit and budget: absent takes queueDefaults, false opts out, an object is its own', () => {
+    const s: Settings = {
+      ...settings,
+      queueDefaults: { ...settings.queueDefaults, budget: { busyMs: 100, perMs: 500 } },
+      queues: { optedOut: { rateLimit: false, budget: false }, own: { rateLimit: { max: 1, perMs: 10 } } },
+    };
+    expect(policyFor(s, 'plain')).toMatchObject({ rateLimit: { max: 100, perMs: 1000 }, budget: { busyMs: 100, perMs: 500 } });
+    expect(policyFor(s, 'optedOut')).toMatchObject({ rateLimit: null, budget: null });
+    expect(policyFor(s, 'own')).toMatchObject({ rateLimit: { max: 1, perMs: 10 }, budget: { busyMs: 100, perMs: 500 } });
   });
 
   it('does not let a queue policy change the shared defaults', () => {
