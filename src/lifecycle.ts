@@ -36,9 +36,11 @@ export interface LifecycleDeps {
   directory: QueueDirectory;
   /** A commit of this handle made a message of a queue claimable (wakes pull waiters). */
   ready(queue: string): void;
-  /** Ends pull consumers' waits (at close). */
   /** Returns pull leases that ran out (the pull engine's commit). */
   expireLeases(): Promise<unknown>;
+  /** The load control let a held-back queue run again (wakes pull waiters). */
+  released(): void;
+  /** Ends pull consumers' waits (at close). */
   closePull(): void;
 }
 
@@ -70,6 +72,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       directory: deps.directory,
       ready: deps.ready,
       expireLeases: deps.expireLeases,
+      released: deps.released,
     });
     return supervisor;
   }

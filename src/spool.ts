@@ -134,10 +134,11 @@ export function createSpool(options: SpoolOptions): Spool {
     random: opts.random,
     returned: (queue) => lifecycle.supervisor?.noteSent(queue, null),
     leased: (at) => lifecycle.supervisor?.leaseAt(at),
+    gate: () => lifecycle.supervisor?.gate,
   });
   /** A commit of this handle made a message of `queue` claimable: wake its pull waiters. */
   const ready = (queue: string) => pull.ready(queue);
-  const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations, directory, ready, expireLeases: () => pull.expireLeases(), closePull: () => pull.close() });
+  const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations, directory, ready, expireLeases: () => pull.expireLeases(), released: () => pull.released(), closePull: () => pull.close() });
   const producer = createProducer({ opts, storage, settings, bus, directory, ready, runtime: () => lifecycle.supervisor });
   const queues = createQueues({ storage, settings, directory, clock, bus, ready: (queue) => (ready(queue), lifecycle.supervisor?.noteSent(queue, null)) });
   const sqs = createSqsCalls(pull, directory, clock);

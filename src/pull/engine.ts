@@ -13,6 +13,7 @@ import type { EventBus } from '../events.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { SpoolError } from '../errors.js';
 import { toStorageError } from '../runtime/committer.js';
+import type { ControlGate } from '../runtime/control.js';
 import { createLeaser, type LeaseRequest, type Leased, type Leaser } from '../runtime/lease.js';
 import { announce, type Announcement } from '../runtime/transitions.js';
 import type { SettingsRuntime } from '../settings/store.js';
@@ -31,6 +32,8 @@ export interface PullEngineDeps {
   returned(queue: string): void;
   /** This engine handed out a lease that runs out at `at` (the owner's expiry timer). */
   leased(at: number): void;
+  /** The owner's load control, while this handle runs the spool (other processes have none). */
+  gate(): ControlGate | undefined;
 }
 
 /** Creates the pull engine (nothing opened until first use). */
@@ -85,6 +88,11 @@ export function createPullEngine(deps: PullEngineDeps) {
     room?.ready(queue);
   }
 
+  /** The load control let a held-back queue run again: every waiter looks once more. */
+  function released() {
+    room?.wakeAll();
+  }
+
   /**
    * Leases up to `req.max` messages, waiting until at least one is there, the clock reaches
    * `until` (epoch ms, taken when the caller called; null: forever) or `signal` aborts. Resolves
@@ -110,9 +118,10 @@ export function createPullEngine(deps: PullEngineDeps) {
       const seen = waitRoom().generation;
       const before = first;
       first = undefined;
+      const gate = deps.gate();
       const { leased, nextAt } = await run((l, now, log) => {
         before?.(l, now, log);
-        const taken = l.lease(req, now, log);
+        const taken = l.lease(gate ? { ...req, gate } : req, now, log);
         return { leased: taken, nextAt: taken.length ? null : nextEventAt(req.queues) };
       });
       if (options.signal?.aborted && leased.length) {
@@ -200,6 +209,7 @@ export function createPullEngine(deps: PullEngineDeps) {
     complete,
     completeIn,
     ready,
+    released,
     expireLeases,
     /** Ends every wait (the spool is closing). */
     close() {

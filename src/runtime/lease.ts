@@ -21,6 +21,7 @@ import type { QueueDirectory } from '../queues/directory.js';
 import { policyFor } from '../settings/schema.js';
 import type { SettingsRuntime } from '../settings/store.js';
 import type { CompiledWhere } from '../pull/where.js';
+import type { ControlGate } from './control.js';
 import { rowState, transitionRow } from './message-codec.js';
 import { applyTransition, type Announcement } from './transitions.js';
 
@@ -39,6 +40,8 @@ export interface LeaseRequest {
   /** The lease (visibility timeout) for a message of `queue`, ms. */
   leaseMs(queue: string): number;
   where?: CompiledWhere;
+  /** The owner's load control (rate limits, budgets, pushback), when this process owns the spool. */
+  gate?: ControlGate;
 }
 
 /** A message handed out under a lease. */
@@ -107,13 +110,19 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     if (leaseAt !== null && leaseAt <= now) expireDue(now, log, new Set(req.queues));
     const out: Leased[] = [];
     for (const queue of req.queues) {
-      while (out.length < req.max) {
-        const want = req.max - out.length;
+      // Held back by its rate limit, budget or a pushback: the gate arms the wake-up.
+      let allowed = req.gate ? req.gate.allowance(queue) : Infinity;
+      while (out.length < req.max && allowed > 0) {
+        const want = Math.min(req.max - out.length, allowed);
         const rows = candidates(queue, want, req.where);
+        let took = 0;
         for (const row of rows) {
           const taken = leaseRow(row, req, now, log);
-          if (taken) out.push(taken);
+          if (taken) (out.push(taken), (took += 1));
         }
+        // Counted before the commit: a rolled-back lease only makes the window stricter.
+        if (took > 0 && req.gate) req.gate.recordStarts(queue, took);
+        allowed -= took;
         // Fewer rows than asked: the queue has no more for now. (A row redriven or taken by
         // another consumer meanwhile may leave room: the next query finds the ones behind it.)
         if (rows.length < want || out.length === req.max) break;

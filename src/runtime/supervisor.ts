@@ -92,7 +92,11 @@ export function createSupervisor(deps: SupervisorDeps) {
     },
     pushback: (queue, ms) => control.pushback(queue, ms),
   });
-  const control = createControl(clock, settings, () => running && committer.wake());
+  const control = createControl(clock, settings, () => {
+    if (!running) return;
+    committer.wake();
+    deps.released();
+  });
   const claimer = createClaimer(deps, pools, queues, () => running && !committer.lost, (at) => timers.delayedAt(at), control.gate);
   const executor = createExecutor(deps, { pools, leases, settler, announce });
   const scheduler = createScheduleRunner({

@@ -33,6 +33,8 @@ export interface SupervisorDeps {
   ready(queue: string): void;
   /** Returns pull leases that ran out to pending, in a commit of its own. */
   expireLeases(): Promise<unknown>;
+  /** The load control let a held-back queue run again (wakes this handle's pull waiters). */
+  released(): void;
 }
 
 /** A message in flight in this process: claimed, committed, handed to its handler. */

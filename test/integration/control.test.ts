@@ -142,6 +142,31 @@ describe('rate limits', () => {
     expect((await spool.stats()).control.api).toBeUndefined();
   });
 
+  it('counts pull hand-outs too: receives and waits get at most max per window, and a held-back waiter wakes when the window allows', async () => {
+    const { clock, spool } = setup({ queues: { feed: { rateLimit: { max: 2, perMs: 1000 } } } });
+    await spool.start();
+    await spool.queues.create('feed');
+    await spool.sendBatch('feed', [1, 2, 3, 4, 5]);
+    // A receive of 10 gets the window's 2; the next gets nothing while the window is full.
+    expect(await spool.receive('feed', { max: 10, waitMs: 0 })).toHaveLength(2);
+    expect(await spool.receive('feed', { max: 10, waitMs: 0 })).toHaveLength(0);
+    expect((await spool.stats()).control.feed).toMatchObject({ limitedBy: 'rate', startsInWindow: 2 });
+    // A waiter finds the queue held back and sleeps until the window frees a start.
+    const consumer = spool.consumer();
+    let got: unknown;
+    const waiting = consumer.wait('feed', {}).then((m) => (got = m));
+    await turns();
+    expect(got).toBeUndefined();
+    clock.advance(999);
+    await turns();
+    expect(got).toBeUndefined();
+    clock.advance(1);
+    await until(() => got !== undefined, 'the waiter got a message when the window moved');
+    await waiting;
+    expect(got).toMatchObject({ queue: 'feed', payload: 3 });
+    await consumer.close();
+  });
+
   it('holds back only its own queue: the other queues of a shared pool take its share', async () => {
     const { clock, spool } = setup({ executor: { concurrency: 2 }, queues: { limited: { rateLimit: { max: 1, perMs: 60_000 } } } });
     const seen = { limited: 0, free: 0 };
