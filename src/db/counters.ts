@@ -6,7 +6,8 @@
  * - The seq high-water mark (`last_seq`): the seq of a new message is the next one after it, so
  *   a seq, and the id made from it, is never reused even when the newest row is deleted.
  * - Arrivals per queue (scope '', name `arrivals:<queue>`): how many rows ever entered `pending`
- *   there (a send, a retry, an abort, a requeue, a move). It only grows, so a pull waiter in
+ *   there (a send, a retry, an abort, a requeue, a move) or became claimable in it (a group's next
+ *   head, when the message before it left). It only grows, so a pull waiter in
  *   another process can tell from one small read whether its queues got anything since it looked,
  *   instead of querying the messages at every commit of any queue (see pull/wait-room.ts).
  * Both live in the one small table, so a commit that inserts writes one page for them, not two.
@@ -22,6 +23,8 @@ import { onTransaction } from './transaction.js';
 export interface Counters {
   /** Records `delta` rows of `queue` in `state`. */
   add(queue: string, state: MessageState, delta: number): void;
+  /** A waiting row of `queue` became claimable without entering pending (a group's next head). */
+  arrived(queue: string): void;
   /** The delta recorded so far in this transaction for one queue and state. */
   pending(queue: string, state: MessageState): number;
   /** The seq for the next new message (inside a write transaction). */
@@ -86,6 +89,10 @@ export function attachCounters(sqlite: Database.Database): Counters {
       if (!states) pending.deltas.set(queue, (states = new Map()));
       states.set(state, (states.get(state) ?? 0) + delta);
       if (state === 'pending' && delta > 0) pending.arrivals.set(queue, (pending.arrivals.get(queue) ?? 0) + delta);
+      dirty = true;
+    },
+    arrived(queue) {
+      pending.arrivals.set(queue, (pending.arrivals.get(queue) ?? 0) + 1);
       dirty = true;
     },
     pending: (queue, state) => pending.deltas.get(queue)?.get(state) ?? 0,

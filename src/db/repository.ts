@@ -129,6 +129,10 @@ const LIVE: MessageState[] = ['pending', 'activating', 'processing'];
 export function createRepository(db: DbHandle) {
   const { sqlite, orm } = db;
   const deltas = attachCounters(sqlite);
+  /** A group's next live message heads it; a pending one becomes claimable (an arrival for waiters). */
+  const promoteGroup = (queue: string, group: string) => {
+    if ((promoteHead.all(queue, group) as string[]).length > 0) deltas.arrived(queue);
+  };
   const insert = sqlite.prepare(
     `INSERT INTO messages (seq, queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
        last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for)
@@ -221,7 +225,7 @@ export function createRepository(db: DbHandle) {
       .all();
     return removed.map((r) => {
       deltas.add(r.queue, r.state, -1);
-      if (r.grp !== null && LIVE.includes(r.state)) promoteHead.all(r.queue, r.grp);
+      if (r.grp !== null && LIVE.includes(r.state)) promoteGroup(r.queue, r.grp);
       return { id: idOf(r.seq, r.legacyId), queue: r.queue, state: r.state };
     });
   }
@@ -319,7 +323,7 @@ export function createRepository(db: DbHandle) {
       if (changed && t.state !== t.expectState) {
         deltas.add(t.queue, t.expectState, -1);
         deltas.add(t.queue, t.state, 1);
-        if (t.group != null && !LIVE.includes(t.state)) promoteHead.all(t.queue, t.group);
+        if (t.group != null && !LIVE.includes(t.state)) promoteGroup(t.queue, t.group);
       }
       return changed;
     },
@@ -332,7 +336,7 @@ export function createRepository(db: DbHandle) {
       const removed = remove.run(seq, state, token).changes === 1;
       if (removed) {
         deltas.add(queue, state, -1);
-        if (group !== null && LIVE.includes(state)) promoteHead.all(queue, group);
+        if (group !== null && LIVE.includes(state)) promoteGroup(queue, group);
       }
       return removed;
     },
@@ -344,7 +348,7 @@ export function createRepository(db: DbHandle) {
       const row = removeLeased.get(seq, token) as { id: string; queue: string; grp: string | null; attempt: number } | undefined;
       if (!row) return undefined;
       deltas.add(row.queue, 'processing', -1);
-      if (row.grp !== null) promoteHead.all(row.queue, row.grp);
+      if (row.grp !== null) promoteGroup(row.queue, row.grp);
       return row;
     },
     /** In-flight rows whose pull lease ran out by `now`, oldest deadline first. */
@@ -380,6 +384,7 @@ export function createRepository(db: DbHandle) {
         if (row.grp !== null) {
           rehead.run(row.queue, row.grp);
           rehead.run(to, row.grp);
+          deltas.arrived(row.queue); // The group's next message there may head it now.
         }
       }
       return moved;

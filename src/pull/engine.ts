@@ -45,7 +45,10 @@ export function createPullEngine(deps: PullEngineDeps) {
 
   function waitRoom(): WaitRoom {
     const { db, repo } = storage.open();
-    room ??= createWaitRoom({ dbPath: db.path, clock, pollIntervalMs: () => settings.get().processor.pollIntervalMs, arrivals: (queue) => repo.arrivals(queue) });
+    room ??= createWaitRoom({
+      dbPath: db.path, clock, pollIntervalMs: () => settings.get().processor.pollIntervalMs, arrivals: (queue) => repo.arrivals(queue),
+      due: () => repo.dueTimes().some((at) => at !== null && at <= clock.now()),
+    });
     return room;
   }
 

@@ -8,8 +8,9 @@
  *   read for all its waiters) and wakes only the waiters of queues that got something: a waiter
  *   on a quiet queue sleeps through another queue's traffic;
  * - a waiter also wakes at the time it asked for (the nearest delayed message or lease expiry it
- *   knows of, or its own timeout), and every `processor.pollIntervalMs` as a safety net, so an
- *   idle waiter costs at most one query per poll interval.
+ *   knows of, or its own timeout), and at every `processor.pollIntervalMs` the room checks, as a
+ *   safety net, for arrivals it missed and for delays and leases come due: an idle waiter costs
+ *   two small reads per poll interval.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -24,8 +25,11 @@ interface Waiter {
   wake(): void;
 }
 
-/** Creates the wait room for the database at `dbPath`; `arrivals(queue)` reads that queue's arrivals counter. */
-export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs(): number; arrivals(queue: string): number }) {
+/**
+ * Creates the wait room for the database at `dbPath`; `arrivals(queue)` reads that queue's arrivals
+ * counter, `due()` tells whether a delayed message or a pull lease has come due in any queue.
+ */
+export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs(): number; arrivals(queue: string): number; due(): boolean }) {
   const waiters = new Set<Waiter>();
   let watcher: FSWatcher | undefined;
   let debounce: NodeJS.Timeout | undefined;
@@ -86,7 +90,17 @@ export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs
     poll = o.clock.setTimeout(() => {
       poll = undefined;
       if (waiters.size === 0) return;
-      wakeAll();
+      // A delayed message or a lease came due, in any queue: every waiter looks. Otherwise only
+      // the waiters whose queues got something (a missed file event) do: an idle waiter costs
+      // two small reads per poll, not a lease attempt.
+      let due: boolean;
+      try {
+        due = o.due();
+      } catch {
+        due = true;
+      }
+      if (due) wakeAll();
+      else committedElsewhere();
       schedulePoll();
     }, o.pollIntervalMs());
   }

@@ -70,6 +70,27 @@ describe('owner-mode consumers', () => {
     await consumer.close();
   });
 
+  it("wakes a waiter when another handle ends a group's head: the group's next message became claimable", async () => {
+    const waiter = spools.open({ config: { processor: { pollIntervalMs: 3_600_000 } } });
+    const other = spools.open();
+    await other.send('grouped', { n: 0 }, { group: 'g' });
+    const next = await other.send('grouped', { n: 1 }, { group: 'g' });
+    const holder = other.consumer();
+    expect((await holder.wait('grouped', { timeoutMs: 0 }))?.payload).toEqual({ n: 0 });
+    const consumer = waiter.consumer();
+    // The waiter finds the group held by the other handle's lease and sleeps.
+    let woke = false;
+    const waiting = consumer.wait('grouped', {}).finally(() => (woke = true));
+    // Another queue's commit, once the waiter sleeps: the room reads the group queue's arrivals.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await other.send('elsewhere', { n: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(woke).toBe(false);
+    await holder.end();
+    expect((await waiting)?.id).toBe(next);
+    await Promise.all([consumer.close(), holder.close()]);
+  });
+
   it('takes earlier queues first, in claim order within a queue', async () => {
     const spool = spools.open();
     await spool.send('normal', { q: 'normal' });

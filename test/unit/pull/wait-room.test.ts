@@ -1,7 +1,8 @@
 /**
  * The wait room (pull/wait-room.ts): local readiness wakes only that queue's waiters; another
  * process's commit (a write to the -wal file) wakes only the waiters of queues whose arrivals
- * counter moved; the safety poll wakes everyone once per interval; close ends every wait.
+ * counter moved; the safety poll wakes everyone when a delay or lease came due, else only the
+ * waiters whose arrivals moved (missed file events); close ends every wait.
  */
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,7 @@ function setup() {
   const clock = createTestClock();
   const arrivals = new Map<string, number>();
   const reads: string[] = [];
+  const due = { now: false };
   const room = createWaitRoom({
     dbPath,
     clock,
@@ -32,10 +34,11 @@ function setup() {
       reads.push(queue);
       return arrivals.get(queue) ?? 0;
     },
+    due: () => due.now,
   });
   /** Stands for another process's commit: the -wal file changes. */
   const commitElsewhere = () => appendFileSync(`${dbPath}-wal`, 'x');
-  return { room, clock, arrivals, reads, commitElsewhere };
+  return { room, clock, arrivals, reads, due, commitElsewhere };
 }
 
 /** A wait whose settlement the test can observe without awaiting it. */
@@ -81,17 +84,43 @@ describe('wait room', () => {
     room.close();
   });
 
-  it('wakes every waiter once per poll interval, and at its own deadline', async () => {
-    const { room, clock } = setup();
+  it('wakes a waiter at its own deadline; the poll wakes only waiters whose arrivals moved, or all when something came due', async () => {
+    const { room, clock, arrivals, reads, due } = setup();
     const a = track(room.wait(new Set(['a']), null));
     const b = track(room.wait(new Set(['b']), clock.now() + 300));
     clock.advance(300);
     await Promise.resolve();
     expect(b.woken).toBe(true);
     expect(a.woken).toBe(false);
+    // First poll: a first read of 'a' counts as moved (the room cannot know what it missed).
     clock.advance(700);
     await Promise.resolve();
     expect(a.woken).toBe(true);
+    // An idle waiter: the next poll reads its counter and lets it sleep.
+    const idle = track(room.wait(new Set(['a']), null));
+    reads.length = 0;
+    clock.advance(1000);
+    await Promise.resolve();
+    expect(reads).toEqual(['a']);
+    expect(idle.woken).toBe(false);
+    // A missed arrival wakes it at the poll.
+    arrivals.set('a', 1);
+    clock.advance(1000);
+    await Promise.resolve();
+    expect(idle.woken).toBe(true);
+    // A delay or lease come due (in any queue) wakes everyone at the poll.
+    const c = track(room.wait(new Set(['c']), null));
+    const d = track(room.wait(new Set(['d']), null));
+    clock.advance(1000); // first reads of c and d
+    await Promise.resolve();
+    const c2 = track(room.wait(new Set(['c']), null));
+    clock.advance(1000);
+    await Promise.resolve();
+    expect(c2.woken).toBe(false);
+    due.now = true;
+    clock.advance(1000);
+    await Promise.resolve();
+    expect([c.woken, d.woken, c2.woken]).toEqual([true, true, true]);
     room.close();
   });
 
