@@ -177,7 +177,9 @@ describe('lock contention (SQLITE_BUSY)', () => {
     // the held lock meets a running sweep rather than the worker's start-up.
     await spool.sweep();
 
-    const lock = holdWriteLock(300);
+    // Far longer than the 20 ms busy timeout: under a loaded suite the maintenance worker may take
+    // a few hundred ms to reach its sweep, and it must still meet the lock.
+    const lock = holdWriteLock(1500);
     const codes = await Promise.all([
       spool.settings.update({ executor: { concurrency: 2 } }).then(
         () => 'resolved',
