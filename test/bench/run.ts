@@ -6,7 +6,7 @@
  * checks that Spool ran every message's lifecycle, and writes test/bench/results/latest.{json,md}
  * (partial.{json,md} when --only, --systems or --durability narrowed the run).
  *
- *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,drain-c8-ratelimit,latency,claim,rss,boot,disk,check]
+ *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,drain-c8-ratelimit,latency,pull,wake,claim,claim-groups,rss,boot,disk,check]
  *                    [--systems floor,spool,plainjob,bullmq] [--durability normal,full] [--big]
  *                    [--batch 1000] [--dir /path/for/temp/files] [--out test/bench/results] [--redis-port P]
  *   npm run bench -- --cpu-prof --only drain-c8 [--systems spool] [--n 50000] [--prof-interval 200]
@@ -28,15 +28,19 @@ import type { BenchSystem } from './systems/types.js';
 import { checkTargets, TARGET_DEPTH } from './targets.js';
 import { fillTemplate, makeBootTemplate } from './templates.js';
 import { verifySpool, type SpoolCheck } from './verify.js';
+import { fillGroupsTemplate, runPull, runWake, type PullWorkload } from './pull.js';
 import { runOne, type Metrics, type WorkloadName } from './workloads.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 
 // ---- options ------------------------------------------------------------------------------------
 
-// Workloads later issues add (drain-c8 with history on/off, pull-c8, receive-10, a cross-process
-// wake-up latency) join this list and QUICK below: see workloads.ts.
-const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency', 'claim', 'rss', 'boot', 'disk', 'check'] as const;
+// The pull workloads (issue 12: pull-c8, receive-10, wake, claim-groups) are Spool's alone: see pull.ts.
+const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency', 'pull-c8', 'receive-10', 'wake', 'claim', 'claim-groups', 'rss', 'boot', 'disk', 'check'] as const;
+/** The pull drains, per durability, beside drain-c8. */
+const PULLS = ['pull-c8', 'receive-10'] as const satisfies readonly PullWorkload[];
+/** Message groups the claim-groups template spreads its messages over. */
+const CLAIM_GROUPS = 100;
 type Part = (typeof ALL_WORKLOADS)[number];
 /** Workloads 1–5: in process, under both durabilities, every system (the drain-c8 variants: those that have the feature). */
 const QUICK = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency'] as const satisfies readonly WorkloadName[];
@@ -83,8 +87,9 @@ function parseArgs(argv: string[]): Options {
   const only = new Set<Part>();
   for (const w of list('only') ?? ALL_WORKLOADS) {
     if (w === 'drain') only.add('drain-c1').add('drain-c8').add('drain-c8-ratelimit');
+    else if (w === 'pull') only.add('pull-c8').add('receive-10');
     else if ((ALL_WORKLOADS as readonly string[]).includes(w)) only.add(w as Part);
-    else throw new Error(`Unknown workload "${w}" (expected ${ALL_WORKLOADS.join(', ')}, or drain)`);
+    else throw new Error(`Unknown workload "${w}" (expected ${ALL_WORKLOADS.join(', ')}, drain or pull)`);
   }
   const systemsGiven = value('systems') !== undefined;
   const systems = new Set(list('systems') ?? SYSTEM_NAMES);
@@ -132,7 +137,8 @@ const USAGE = `npm run bench -- [options]
   --n N              messages per run of workloads 1–4 (default 10000)
   --full-n N         N under durability full (default: --n); fsync-bound runs are slow on a slow disk
   --reps R           repetitions; tables show medians (default 3)
-  --only LIST        send,concurrent,batch,drain (= drain-c1,drain-c8,drain-c8-ratelimit),latency,claim,rss,boot,disk,check
+  --only LIST        send,concurrent,batch,drain (= drain-c1,drain-c8,drain-c8-ratelimit),latency,
+                     pull (= pull-c8,receive-10),wake,claim,claim-groups,rss,boot,disk,check
   --systems LIST     floor,spool,plainjob,bullmq
   --durability LIST  normal,full (default both; workloads 1–5)
   --big              add 1M-deep runs to claim, rss and boot (default sizes: 10k and 100k)
@@ -227,6 +233,34 @@ async function main() {
       }
     }
 
+    // Pull workloads: Spool only, each repetition beside its own drain-c8 figure.
+    const pulls = PULLS.filter((w) => o.only.has(w));
+    for (let rep = 1; rep <= o.reps && pulls.length && o.systems.has('spool'); rep++) {
+      for (const durability of o.durability) {
+        const parts: string[] = [];
+        for (const workload of pulls) {
+          collectGarbage();
+          try {
+            const metrics = await runPull(workload, durability === 'full' ? o.fullN : o.n, durability, o.batch, o.dir);
+            samples.push({ workload, system: 'spool', durability, rep, metrics });
+            parts.push(`${workload} ${short(metrics)}`);
+          } catch (error) {
+            failures.push(`${workload} spool ${durability} rep ${rep}: ${(error as Error).message}`);
+          }
+        }
+        log(`rep ${rep}/${o.reps} ${durability.padEnd(6)} pull       spool ${parts.join(' | ')}`);
+      }
+    }
+    for (let rep = 1; rep <= o.reps && o.only.has('wake') && o.systems.has('spool'); rep++) {
+      try {
+        const metrics = await runWake(o.dir);
+        samples.push({ workload: 'wake', system: 'spool', durability: 'normal', rep, metrics });
+        log(`rep ${rep}/${o.reps} wake (another process sends, a consumer process waits): ${short(metrics)}`);
+      } catch (error) {
+        failures.push(`wake spool rep ${rep}: ${(error as Error).message}`);
+      }
+    }
+
     const btrees = new Map<string, BtreeBytes[]>();
     const templates = tempDir(o.dir, 'spool-bench-templates-');
     try {
@@ -265,6 +299,32 @@ async function main() {
               }
             }
             log(`rep ${rep}/${o.reps} claim depth ${depth.toLocaleString('en-US')}: ${parts.join(' | ')}`);
+          }
+        }
+      }
+
+      if (o.only.has('claim-groups') && o.systems.has('spool')) {
+        // The claim on a queue spread over message groups, against the plain claim at the same depth.
+        const k = 5000;
+        const spool = build('spool');
+        for (const depth of depths) {
+          const plain = await template(spool, depth);
+          const grouped = join(templates.dir, `spool-groups-${depth}.db`);
+          const ms = await fillGroupsTemplate(grouped, depth, CLAIM_GROUPS);
+          log(`filled spool with ${depth.toLocaleString('en-US')} pending over ${CLAIM_GROUPS} groups in ${fmt(ms)} ms`);
+          for (let rep = 1; rep <= o.reps; rep++) {
+            const parts: string[] = [];
+            for (const [name, path] of [['spool', plain], ['spool-groups', grouped]] as const) {
+              collectGarbage();
+              try {
+                const metrics = await runOne({ workload: 'claim', system: spool, durability: 'normal', n: o.n, batch: o.batch, template: path, depth, claimDrain: Math.min(k, depth), ...(o.dir ? { base: o.dir } : {}) });
+                samples.push({ workload: 'claim-groups', system: name, durability: 'normal', depth, rep, metrics });
+                parts.push(`${name} ${short(metrics)}`);
+              } catch (error) {
+                failures.push(`claim-groups ${name} depth ${depth} rep ${rep}: ${(error as Error).message}`);
+              }
+            }
+            log(`rep ${rep}/${o.reps} claim-groups depth ${depth.toLocaleString('en-US')}: ${parts.join(' | ')}`);
           }
         }
       }
