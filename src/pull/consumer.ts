@@ -54,9 +54,9 @@ export interface Consumer {
   readonly id: string;
   /** Ends what it owns, then waits for a message of `queues` (earlier ones first) and owns it. */
   wait<P = unknown>(queues: string | readonly string[], options?: WaitOptions): Promise<PulledMessage<P> | null>;
-  /** The owned message is done (deleted, or kept as done by retention). */
+  /** The owned message is done (deleted, or kept as done by retention); LEASE_EXPIRED if the lease ran out first. */
   end(): Promise<void>;
-  /** The owned message goes back to pending at once, no attempt charged (Q4M queue_abort). */
+  /** The owned message goes back to pending at once, no attempt charged (Q4M queue_abort); LEASE_EXPIRED if it already went back. */
   abort(): Promise<void>;
   /** The lease of the owned message now lasts `ms` from now (up to 12 h after its hand-out). */
   extend(ms: number): Promise<void>;
@@ -97,7 +97,10 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     if (!lease) return;
     owned = undefined;
     const ref = { id: lease.row.id, seq: lease.row.seq, token: lease.token };
-    await (kind === 'end' ? engine.complete(ref) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
+    const row = await (kind === 'end' ? engine.complete(ref) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
+    // The lease ran out first and the message went back (maybe to another consumer): the caller's
+    // work may run again, and must hear so rather than believe it ended the message.
+    if (!row) throw new SpoolError('LEASE_EXPIRED', `Consumer ${id} no longer owns message ${lease.row.id}: its lease ran out and it was returned before this ${kind}`, { details: { id: lease.row.id } });
   }
 
   const consumer: Consumer = {
@@ -176,7 +179,10 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     async close(): Promise<void> {
       closed = true;
       closing.abort();
-      await finish('abort');
+      // Closing gives back what it holds; one already returned by its expiry needs nothing more.
+      await finish('abort').catch((error: unknown) => {
+        if (!(error instanceof SpoolError && error.code === 'LEASE_EXPIRED')) throw error;
+      });
     },
     async *messages<P>(queues: string | readonly string[], o: WaitOptions = {}): AsyncIterableIterator<PulledMessage<P>> {
       for (;;) {

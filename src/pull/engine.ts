@@ -119,6 +119,7 @@ export function createPullEngine(deps: PullEngineDeps) {
       }
       // Read before the attempt: a message made ready while it commits skips the wait below.
       const seen = waitRoom().generation;
+      waitRoom().prime(queues);
       const before = first;
       first = undefined;
       const gate = deps.gate();

@@ -120,6 +120,18 @@ export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs
       generation += 1;
       for (const w of [...waiters]) if (w.queues.has(queue)) w.wake();
     },
+    /**
+     * Reads the arrivals counter of each of `queues` the room has not read yet. Called before a
+     * lease attempt, so that a later change of the counter means something arrived after it: the
+     * first commit seen elsewhere then wakes only the waiters it concerns.
+     */
+    prime(queues: Iterable<string>) {
+      try {
+        for (const queue of queues) if (!seen.has(queue)) seen.set(queue, o.arrivals(queue));
+      } catch {
+        // Unreadable now: the first commit seen will count the queue as moved.
+      }
+    },
     /** The current generation: pass it to wait() to skip the wait if anything woke since. */
     get generation() {
       return generation;

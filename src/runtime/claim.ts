@@ -80,9 +80,10 @@ export function createClaimer(
     const byPool = new Map<string, string[]>();
     for (const queue of queues.hot) {
       if (ctx.paused[queue]) continue;
-      // A queue that queues.create made is consumed by pull unless it has a handler: the push
-      // runtime never claims it (and never dead-letters its messages as NO_CONSUMER).
-      if (!consumers.has(queue) && deps.directory.isSqs(queue)) {
+      // A queue that queues.create made is consumed by pull unless it has a handler, and so is
+      // every queue without a handler under noConsumer 'keep': the push runtime never claims it
+      // (and never dead-letters its messages as NO_CONSUMER).
+      if (!consumers.has(queue) && (deps.directory.isSqs(queue) || settings.get().noConsumer === 'keep')) {
         queues.hot.delete(queue);
         continue;
       }

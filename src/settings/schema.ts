@@ -114,7 +114,7 @@ export const settingsSchema = z.strictObject({
     pollIntervalMs: z.number().int().min(10).max(3_600_000),
     batchSize: z.number().int().min(1).max(10_000),
   }),
-  noConsumer: z.enum(['dead', 'delete']),
+  noConsumer: z.enum(['dead', 'delete', 'keep']),
   queueDefaults: z.strictObject(queuePolicyShape),
   queues: z.record(z.string().regex(QUEUE_NAME, 'queue names are 1–80 characters of [A-Za-z0-9._-]'), queueSettingsSchema),
   retention: z.strictObject({ doneMs: ms, deadMs: ms.nullable() }),

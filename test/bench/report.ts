@@ -63,6 +63,48 @@ function tableSpecs(o: ReportOptions): TableSpec[] {
       note: `After ${LATENCY.warmup} untimed warm-up sends. Consumer concurrency ${LATENCY.concurrency} (plainjob: one worker, its default). Spool's queue was resumed by settings.update before the warm-up.`,
     },
     {
+      workload: 'pull-c8',
+      title: `5b. Pull: ${n} pending drained by 8 owner-mode consumers (Spool only)`,
+      metrics: tput,
+      ratios: [],
+      better: 'higher',
+      note: "Each consumer loops on wait(queue, { timeoutMs: 0 }), which ends the message it owns and takes the next in one commit, on a queue that queues.create made (push handlers leave it alone). The target compares it with 4b's Spool figure of the same repetition.",
+    },
+    {
+      workload: 'receive-10',
+      title: `5c. SQS shape: ${n} pending drained by 8 receivers, receive({ max: 10 }) then deleteMessage each (Spool only)`,
+      metrics: tput,
+      ratios: [],
+      better: 'higher',
+      note: 'Deletes are sent concurrently and share group commits. The target compares it with 4b.',
+    },
+    {
+      workload: 'wake',
+      title: '5d. Pull wake-up across processes: one process sends, a consumer process waits (Spool only)',
+      metrics: [
+        { key: 'p50 ms', label: 'p50 ms' },
+        { key: 'p99 ms', label: 'p99 ms' },
+        { key: 'max ms', label: 'max ms' },
+        { key: 'quiet queries/poll', label: 'idle stmts/poll (quiet)' },
+        { key: 'busy queries/poll', label: 'idle stmts/poll (other queue busy)' },
+        { key: 'busy counter reads/s', label: 'counter reads/s (other queue busy)' },
+      ],
+      ratios: [],
+      better: 'lower',
+      note: 'Latency from just before send() in the producer to the line after wait() resolved in the consumer (file watch, 2 ms debounce, arrivals check, lease). Idle statements: counted at better-sqlite3 in the consumer while it waits on a queue that gets nothing, with a 100 ms poll interval, first on a quiet file, then while the producer sends to another queue every 10 ms; the lease attempts at the start and end of the wait are taken out.',
+    },
+    {
+      workload: 'claim-groups',
+      title: '7b. Claim cost with message groups (the same depth spread over 100 groups, against no groups)',
+      metrics: [
+        { key: 'µs/msg', label: 'µs/msg' },
+        { key: 'first ms', label: 'consume→1st handler ms' },
+      ],
+      ratios: [],
+      better: 'lower',
+      note: 'As 7, on two Spool files of the same depth: spool-groups sent each group with one sendBatch, so only each group\'s head is claimable at a time.',
+    },
+    {
       workload: 'rss',
       title: '6a. Memory with N pending (fresh process per system and size, after GC, 4 handlers blocked)',
       metrics: [

@@ -73,4 +73,22 @@ describe('no consumer', () => {
     await Promise.all([done, dead]);
     expect((await spool.stats()).queues).toEqual({ sms: { pending: 0, activating: 0, processing: 0, dead: 1, done: 0 } });
   });
+
+  it("with noConsumer 'keep' leaves the message pending for pull consumers, and a later handler still runs it", async () => {
+    const spool = spools.open({ config: { noConsumer: 'keep' } });
+    spool.register('email', () => {});
+    const events = record(spool);
+    await spool.start();
+    const kept = await spool.send('pulled', { x: 1 });
+    // A later send to a handled queue completes: the claims that ran meanwhile left 'pulled' alone.
+    const done = reached(spool.events$, 'done', 1, 'email');
+    await spool.send('email', { x: 2 });
+    await done;
+    expect(await spool.get(kept)).toMatchObject({ state: 'pending', attempt: 0 });
+    expect(events.filter((e) => e.type === 'message.error')).toEqual([]);
+    const consumer = spool.consumer();
+    expect((await consumer.wait('pulled', { timeoutMs: 1000 }))?.id).toBe(kept);
+    await consumer.end();
+    await consumer.close();
+  });
 });

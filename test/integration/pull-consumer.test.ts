@@ -118,9 +118,9 @@ describe('owner-mode consumers', () => {
     // A third consumer finds the second lease expired too: its second failed attempt, so dead.
     expect(await spool.consumer().wait('jobs', { timeoutMs: 0 })).toBeNull();
     expect(await spool.get(id)).toMatchObject({ state: 'dead', lastError: { code: 'LEASE_EXPIRED' } });
-    // The stale owner's end() changes nothing: its receipt no longer holds the message.
+    // The stale owner's end() changes nothing (its receipt no longer holds the message) and says so.
     const stale = nextEvent(spool.events$, (e) => e.type === 'message.stale' && e.id === id);
-    await crashed.end();
+    await expect(crashed.end()).rejects.toMatchObject({ code: 'LEASE_EXPIRED' });
     await stale;
     expect(await spool.get(id)).toMatchObject({ state: 'dead' });
   });

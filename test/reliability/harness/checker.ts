@@ -102,7 +102,7 @@ function openDb(path: string): Database.Database | undefined {
 }
 
 /** integrity_check and the I8 rows of an open database. */
-function storeHealth(db: Database.Database): { integrity: string; i8: string[] } {
+export function storeHealth(db: Database.Database): { integrity: string; i8: string[] } {
   const rows = db.pragma('integrity_check') as { integrity_check: string }[];
   const integrity = rows.map((r) => r.integrity_check).join('; ');
   const snapshotMismatch = (

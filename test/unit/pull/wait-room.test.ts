@@ -76,6 +76,24 @@ describe('wait room', () => {
     room.close();
   });
 
+  it('prime() reads a queue once before the first attempt, so the first commit elsewhere wakes only if it moved', async () => {
+    const { room, arrivals, reads, commitElsewhere } = setup();
+    arrivals.set('q', 5);
+    room.prime(['q']);
+    room.prime(['q']);
+    expect(reads).toEqual(['q']);
+    const quiet = track(room.wait(new Set(['q']), null));
+    const other = room.wait(new Set(['other']), null);
+    arrivals.set('other', 1);
+    commitElsewhere();
+    await other;
+    expect(quiet.woken).toBe(false);
+    arrivals.set('q', 6);
+    commitElsewhere();
+    await expect.poll(() => quiet.woken).toBe(true);
+    room.close();
+  });
+
   it('skips the wait when anything woke since the caller looked (its generation)', async () => {
     const { room } = setup();
     const seen = room.generation;
