@@ -44,6 +44,8 @@ export interface StoredError {
   code: string;
   message: string;
   stack?: string;
+  /** What the handler threw, when it was not an Error (a string, an object), as JSON. */
+  value?: unknown;
 }
 
 /** The machine's context: everything the row's lifecycle needs, as plain JSON. */

@@ -110,7 +110,8 @@ export function coerceError(thrown: unknown): Error {
  * runtime down or strand the message in flight.
  */
 export function toStoredError(thrown: unknown, fallbackCode: SpoolErrorCode = 'HANDLER_ERROR'): StoredError {
-  const error = coerceError(thrown);
+  if (!isError(thrown)) return storedNonError(thrown, fallbackCode);
+  const error = thrown;
   const own = read(error, 'code');
   const code = typeof own === 'string' ? own : fallbackCode;
   const message = read(error, 'message');
@@ -118,6 +119,34 @@ export function toStoredError(thrown: unknown, fallbackCode: SpoolErrorCode = 'H
   const stored: StoredError = { code, message: typeof message === 'string' ? message : safeString(message) };
   if (typeof stack === 'string') stored.stack = stack;
   return stored;
+}
+
+/** The largest thrown non-Error value kept in `lastError.value`, as JSON text. */
+const MAX_THROWN_VALUE_CHARS = 8192;
+
+/**
+ * A thrown string or object, kept as it was: its own `code` and `message` when it has them, and
+ * the value itself (as JSON, when it has a JSON form of at most 8 KiB) in `value`.
+ */
+function storedNonError(thrown: unknown, fallbackCode: SpoolErrorCode): StoredError {
+  const own = read(thrown, 'code');
+  const message = read(thrown, 'message');
+  const json = safeJson(thrown);
+  const stored: StoredError = {
+    code: typeof own === 'string' && own.length > 0 ? own : fallbackCode,
+    message: typeof message === 'string' ? message : typeof thrown === 'string' ? thrown : `Non-error thrown: ${json ?? safeString(thrown)}`,
+  };
+  if (json !== undefined && json.length <= MAX_THROWN_VALUE_CHARS) stored.value = JSON.parse(json) as unknown;
+  return stored;
+}
+
+/** JSON text of `value`, or undefined when it has none (a function, a cycle, a throwing getter). */
+function safeJson(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A thrown value's message for a log line or an event. Never throws. */

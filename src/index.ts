@@ -9,6 +9,8 @@ export type { MessageInfo } from './runtime/message-codec.js';
 export type { Inspect } from './runtime/supervisor.js';
 export type { SendOptions } from './validate.js';
 export type { Clock } from './clock.js';
+export { createManualClock } from './manual-clock.js';
+export type { ManualClock } from './manual-clock.js';
 export type { Consumer, PulledMessage, WaitOptions } from './pull/consumer.js';
 export type { Where, WhereCondition } from './pull/where.js';
 export type { ReceivedMessage, ReceiveOptions } from './pull/sqs.js';

@@ -126,6 +126,27 @@ describe('retries and backoff', () => {
     await dead;
     expect((await spool.get(id))!.lastError).toMatchObject({ code: 'HANDLER_ERROR', message: 'bad input' });
   });
+
+  it('keeps what a handler threw when it was not an Error: a string, an object with its code, a value without JSON', async () => {
+    const { spool } = setup({ queues: { jobs: { maxAttempts: 1 } } });
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    const thrown: unknown[] = ['plain string', { code: 'UPSTREAM_429', message: 'slow down', retryIn: 30 }, 42, cyclic];
+    spool.register('jobs', async (message) => {
+      throw thrown[(message.payload as { i: number }).i];
+    });
+    await spool.start();
+    const dead = reached(spool.events$, 'dead', thrown.length);
+    const ids = await Promise.all(thrown.map((_, i) => spool.send('jobs', { i })));
+    await dead;
+    const errors = await Promise.all(ids.map(async (id) => (await spool.get(id))!.lastError));
+    expect(errors).toEqual([
+      { code: 'HANDLER_ERROR', message: 'plain string', value: 'plain string' },
+      { code: 'UPSTREAM_429', message: 'slow down', value: { code: 'UPSTREAM_429', message: 'slow down', retryIn: 30 } },
+      { code: 'HANDLER_ERROR', message: 'Non-error thrown: 42', value: 42 },
+      { code: 'HANDLER_ERROR', message: 'Non-error thrown: [object Object]' },
+    ]);
+  });
 });
 
 describe('dead letters and redrive', () => {
