@@ -1,5 +1,6 @@
 /** Spool's public surface: named exports, nothing else. */
 export { createSpool } from './spool.js';
+export type { QueueMap, QueueName, PayloadOf } from './typed-queues.js';
 export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus } from './spool.js';
 export type { SpoolOptions } from './options.js';
 export { SpoolError, NonRetryableError, RetryAfterError, RateLimitError, isSpoolError } from './errors.js';

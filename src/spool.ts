@@ -27,21 +27,22 @@ import { createSqsCalls, type ReceivedMessage, type ReceiveOptions } from './pul
 import { createQueueDirectory } from './queues/directory.js';
 import { createQueues, type Queues } from './queues/registry.js';
 import { createStorage } from './storage.js';
+import type { HandlerPayload, PayloadOf, QueueMap, QueueName } from './typed-queues.js';
 import { assertQueueName, type SendOptions } from './validate.js';
 
 export type { QueueCounts, RequeueFilter, SpoolStats } from './operations.js';
 export type { SpoolStatus } from './lifecycle.js';
 
 /** The embedding application's handle on one spool file. */
-export interface Spool {
+export interface Spool<Q extends QueueMap = QueueMap> {
   /** Registers the consumer of `queue`; one per queue (DUPLICATE_CONSUMER otherwise). */
-  register<P = unknown>(queue: string, handler: Handler<P>): void;
+  register<P = never, K extends QueueName<Q> = QueueName<Q>>(queue: K, handler: Handler<HandlerPayload<Q, K, P>>): void;
   /** Recovers in-flight rows, then claims and runs messages. Idempotent. */
   start(): Promise<void>;
   /** Stores a message; resolves with its id once the row is committed. */
-  send(queue: string, payload: unknown, options?: SendOptions): Promise<string>;
+  send<K extends QueueName<Q>>(queue: K, payload: PayloadOf<Q, K>, options?: SendOptions): Promise<string>;
   /** Stores every payload in one transaction, or none; resolves with the ids in order. */
-  sendBatch(queue: string, payloads: unknown[], options?: SendOptions): Promise<string[]>;
+  sendBatch<K extends QueueName<Q>>(queue: K, payloads: readonly PayloadOf<Q, K>[], options?: SendOptions): Promise<string[]>;
   /** A message by id; undefined once done and deleted. */
   get(id: string): Promise<MessageInfo | undefined>;
   /** Counts per queue and state, pool limits and use. */
@@ -71,11 +72,11 @@ export interface Spool {
   /** Stops (as stop(), same timeout), releases the lock, closes the database, completes every observable. */
   close(options?: { timeoutMs?: number }): Promise<void>;
   /** A Q4M-style owner-mode pull consumer (works in any process; needs no owner lock). */
-  consumer(options?: { id?: string }): Consumer;
+  consumer(options?: { id?: string }): Consumer<Q>;
   /** SQS-shaped queues: create, list, get, update, delete, purge, tags, dead-letter sources, redrive. */
   readonly queues: Queues;
   /** Up to `max` (1–10) messages of an SQS queue under a visibility timeout, long-polling up to `waitMs`. */
-  receive(queue: string, options?: ReceiveOptions): Promise<ReceivedMessage[]>;
+  receive<K extends QueueName<Q>>(queue: K, options?: ReceiveOptions): Promise<ReceivedMessage<PayloadOf<Q, K>>[]>;
   /** Deletes the message of a current receipt; a stale or gone one changes nothing (never throws for it). */
   deleteMessage(queue: string, receipt: string): Promise<void>;
   /** 0 makes a received message visible at once (no attempt charged); more extends its lease from now. */
@@ -89,8 +90,11 @@ export interface Spool {
  * spool.register('email', async (message) => sendMail(message.payload));
  * await spool.start();
  * await spool.send('email', { to: 'a@b.c' });
+ * @example
+ * // Typed queues: a wrong payload for 'email' fails to compile.
+ * const typed = createSpool<{ email: { to: string } }>({ path: 'data/spool.db' });
  */
-export function createSpool(options: SpoolOptions): Spool {
+export function createSpool<Q extends QueueMap = QueueMap>(options: SpoolOptions): Spool<Q> {
   // A thin facade (pg-boss's index.ts): each part is built once, and each method forwards to it.
   const opts = parseOptions(options);
   const { clock } = opts;
@@ -151,7 +155,7 @@ export function createSpool(options: SpoolOptions): Spool {
   });
   const schedules = createSchedules({ storage, clock, maxPayloadBytes: opts.maxPayloadBytes, changed: () => lifecycle.supervisor?.schedulesChanged() });
 
-  return {
+  const spool: Spool = {
     register(queue, handler) {
       if (lifecycle.closing) throw new SpoolError('CLOSED', 'The spool is closed');
       assertQueueName(queue);
@@ -161,7 +165,7 @@ export function createSpool(options: SpoolOptions): Spool {
     },
     start: () => lifecycle.start(),
     send: (queue, payload, sendOptions) => producer.send(queue, payload, sendOptions),
-    sendBatch: (queue, payloads, sendOptions) => producer.sendBatch(queue, payloads, sendOptions),
+    sendBatch: (queue, payloads, sendOptions) => producer.sendBatch(queue, [...payloads], sendOptions),
     get: (id) => operations.get(id),
     stats: () => operations.stats(),
     dead: (queue, listOptions) => operations.dead(queue, listOptions),
@@ -187,8 +191,11 @@ export function createSpool(options: SpoolOptions): Spool {
       return createConsumer(pull, directory, clock, consumerOptions);
     },
     queues,
-    receive: (queue, receiveOptions) => sqs.receive(queue, receiveOptions),
+    // Bodies are whatever was sent: the queue map's payload type (typed-queues.ts) is the caller's promise.
+    receive: ((queue: string, receiveOptions?: ReceiveOptions) => sqs.receive(queue, receiveOptions)) as Spool['receive'],
     deleteMessage: (queue, receipt) => sqs.deleteMessage(queue, receipt),
     changeVisibility: (queue, receipt, ms) => sqs.changeVisibility(queue, receipt, ms),
   };
+  // The queue map only narrows the caller's types (typed-queues.ts); the runtime is the same.
+  return spool as unknown as Spool<Q>;
 }

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { SpoolError } from '../errors.js';
+import type { HandlerPayload, QueueMap, QueueName } from '../typed-queues.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { pullOwner, type Leased } from '../runtime/lease.js';
 import { assertQueueName } from '../validate.js';
@@ -49,11 +50,11 @@ export interface WaitOptions {
 }
 
 /** A Q4M owner-mode consumer. */
-export interface Consumer {
+export interface Consumer<Q extends QueueMap = QueueMap> {
   /** This consumer's id (the `owner` of its leases). */
   readonly id: string;
   /** Ends what it owns, then waits for a message of `queues` (earlier ones first) and owns it. */
-  wait<P = unknown>(queues: string | readonly string[], options?: WaitOptions): Promise<PulledMessage<P> | null>;
+  wait<P = never, K extends QueueName<Q> = QueueName<Q>>(queues: K | readonly K[], options?: WaitOptions): Promise<PulledMessage<HandlerPayload<Q, K, P>> | null>;
   /** The owned message is done (deleted, or kept as done by retention); LEASE_EXPIRED if the lease ran out first. */
   end(): Promise<void>;
   /** The owned message goes back to pending at once, no attempt charged (Q4M queue_abort); LEASE_EXPIRED if it already went back. */
@@ -63,7 +64,7 @@ export interface Consumer {
   /** Aborts what it owns and ends a pending wait with CLOSED. */
   close(): Promise<void>;
   /** The common loop: each iteration ends the previous message, unless it was aborted. */
-  messages<P = unknown>(queues: string | readonly string[], options?: WaitOptions): AsyncIterableIterator<PulledMessage<P>>;
+  messages<P = never, K extends QueueName<Q> = QueueName<Q>>(queues: K | readonly K[], options?: WaitOptions): AsyncIterableIterator<PulledMessage<HandlerPayload<Q, K, P>>>;
 }
 
 /** Creates a consumer over the pull engine. */
@@ -103,7 +104,7 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     if (!row) throw new SpoolError('LEASE_EXPIRED', `Consumer ${id} no longer owns message ${lease.row.id}: its lease ran out and it was returned before this ${kind}`, { details: { id: lease.row.id } });
   }
 
-  const consumer: Consumer = {
+  const consumer = {
     id,
     async wait<P>(queues: string | readonly string[], o: WaitOptions = {}): Promise<PulledMessage<P> | null> {
       if (closed) throw new SpoolError('CLOSED', `Consumer ${id} is closed`);
@@ -184,14 +185,15 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
         if (!(error instanceof SpoolError && error.code === 'LEASE_EXPIRED')) throw error;
       });
     },
-    async *messages<P>(queues: string | readonly string[], o: WaitOptions = {}): AsyncIterableIterator<PulledMessage<P>> {
+    async *messages(queues: string | readonly string[], o: WaitOptions = {}): AsyncIterableIterator<PulledMessage<unknown>> {
       for (;;) {
         // wait() ends the previous message first, unless it was aborted (then nothing is owned).
-        const message = await consumer.wait<P>(queues, o);
+        const message = await consumer.wait(queues, o);
         if (!message) return;
         yield message;
       }
     },
   };
-  return consumer;
+  // Payloads are whatever was sent: the queue map's types (typed-queues.ts) are the caller's promise.
+  return consumer as Consumer;
 }

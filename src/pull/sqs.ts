@@ -16,11 +16,11 @@ import type { PullEngine } from './engine.js';
 import { formatReceipt, parseReceipt } from './receipts.js';
 
 /** A message as `receive` returns it. */
-export interface ReceivedMessage {
+export interface ReceivedMessage<B = unknown> {
   id: string;
   queue: string;
   /** The body as sent: any JSON value. */
-  body: unknown;
+  body: B;
   receipt: string;
   /** Hand-outs so far, this one included (ApproximateReceiveCount). */
   receiveCount: number;
