@@ -8,7 +8,7 @@
 import { MAX_TIMER_MS } from './clock.js';
 import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
 import { isBusy } from './db/transaction.js';
-import { SpoolError } from './errors.js';
+import { messageOf, SpoolError } from './errors.js';
 import type { EventBus } from './events.js';
 import type { Operations } from './operations.js';
 import type { ResolvedOptions } from './options.js';
@@ -143,9 +143,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     closeBegun = true;
     closing ??= (async () => {
       status = 'closing';
-      const errors: unknown[] = [];
-      // Every step runs even if an earlier one throws (BullMQ's close()).
-      for (const step of [
+      await runAll([
         () => deps.closePull(),
         () => stopFor(timeoutMs),
         () => operations.existingMaintenance?.close(),
@@ -155,15 +153,9 @@ export function createLifecycle(deps: LifecycleDeps) {
         () => storage.close(),
         () => settings.complete(),
         () => bus.complete(),
-      ]) {
-        try {
-          await step();
-        } catch (error) {
-          errors.push(error);
-        }
-      }
-      status = 'closed';
-      if (errors.length) throw errors[0];
+      ]).finally(() => {
+        status = 'closed';
+      });
     })();
     return closing;
   }
@@ -219,3 +211,20 @@ function parseStopTimeout(options: unknown, method: 'stop' | 'close'): number {
 
 /** The lifecycle's type. */
 export type Lifecycle = ReturnType<typeof createLifecycle>;
+
+/**
+ * Runs every step, in order, even when an earlier one throws (BullMQ's close()), then rethrows:
+ * the one error as it is, or several as one AggregateError, so that none is lost.
+ */
+export async function runAll(steps: (() => unknown)[]): Promise<void> {
+  const errors: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      errors.push(error);
+    }
+  }
+  if (errors.length === 1) throw errors[0];
+  if (errors.length > 1) throw new AggregateError(errors, `close() failed in ${errors.length} steps: ${errors.map((e) => messageOf(e)).join('; ')}`);
+}
