@@ -4,10 +4,12 @@
  *
  * Options: --kills N (default 1000), --messages N per child (default 200), --seed S (default
  * random, printed), --min-delay / --max-delay ms after the child booted (default 0 / 800), --keep (keep
- * the run directory), --progress (a line every 50 runs on stderr).
+ * the run directory), --progress (a line every 50 runs on stderr), --pull-kills N (then the pull kill
+ * loop of harness/pull-run.ts with N kills, default 100; 0 skips it).
  */
 import { parseArgs } from 'node:util';
 import { formatSummary } from './harness/checker.js';
+import { runPullKills } from './harness/pull-run.js';
 import { createRunDir, runKillLoop } from './harness/run.js';
 
 const { values } = parseArgs({
@@ -19,6 +21,7 @@ const { values } = parseArgs({
     'max-delay': { type: 'string', default: '800' },
     keep: { type: 'boolean', default: false },
     progress: { type: 'boolean', default: false },
+    'pull-kills': { type: 'string', default: '100' },
   },
 });
 
@@ -48,7 +51,18 @@ const seconds = Math.round((performance.now() - started) / 1000);
 process.stdout.write(`seed=${seed} ${formatSummary(result.summary)} seconds=${seconds}\n`);
 for (const line of result.details.slice(0, 20)) process.stderr.write(`  ${line}\n`);
 for (const line of result.problems.slice(0, 10)) process.stderr.write(`  problem: ${line}\n`);
-const ok = result.summary.ok && result.problems.length === 0;
+let ok = result.summary.ok && result.problems.length === 0;
 if (ok && !values.keep) cleanup();
 else process.stderr.write(`run directory kept: ${dir}\n`);
+
+const pullKills = Number(values['pull-kills']);
+if (pullKills > 0) {
+  const pull = createRunDir('spool-long-pull-');
+  const found = await runPullKills({ dir: pull.dir, seed, kills: pullKills, perGroup: Math.max(30, pullKills) });
+  process.stdout.write(`pull: ${found.summary}\n`);
+  for (const line of found.problems.slice(0, 10)) process.stderr.write(`  problem: ${line}\n`);
+  if (found.problems.length === 0 && !values.keep) pull.cleanup();
+  else process.stderr.write(`pull run directory kept: ${pull.dir}\n`);
+  ok &&= found.problems.length === 0;
+}
 process.exit(ok ? 0 : 1);
