@@ -182,6 +182,12 @@ export function createRepository(db: DbHandle) {
     `SELECT (${NEXT_DELAYED_SQL.replace(' AS at', '')}), (SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing')
        AND lease_expires_at IS NOT NULL AND owner IS NOT NULL AND owner != '${ABANDONED}')`,
   ).raw();
+  // A pull waiter's poll: its queue's arrivals and both due times, in one statement.
+  const pollState = sqlite.prepare(
+    `SELECT coalesce((SELECT n FROM counters WHERE scope = '' AND name = ?), 0), (${NEXT_DELAYED_SQL.replace(' AS at', '')}),
+       (SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at IS NOT NULL
+       AND owner IS NOT NULL AND owner != '${ABANDONED}')`,
+  ).raw();
   const nextLeaseExpiry = sqlite.prepare(
     `SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at IS NOT NULL
        AND owner IS NOT NULL AND owner != '${ABANDONED}'`,
@@ -358,6 +364,10 @@ export function createRepository(db: DbHandle) {
     /** How many rows ever entered pending in `queue` (committed; grows only). */
     arrivals(queue: string): number {
       return (arrivalsOf.get(arrivalsName(queue)) as number | undefined) ?? 0;
+    },
+    /** A queue's arrivals counter, the earliest delayed visible-at and the earliest pull lease deadline. */
+    pollState(queue: string): [number, number | null, number | null] {
+      return pollState.get(arrivalsName(queue)) as [number, number | null, number | null];
     },
     /** The nearest delayed row's visible-at and the nearest pull lease deadline (null: none). */
     dueTimes(): [number | null, number | null] {

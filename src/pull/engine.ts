@@ -47,7 +47,11 @@ export function createPullEngine(deps: PullEngineDeps) {
     const { db, repo } = storage.open();
     room ??= createWaitRoom({
       dbPath: db.path, clock, pollIntervalMs: () => settings.get().processor.pollIntervalMs, arrivals: (queue) => repo.arrivals(queue),
-      due: () => repo.dueTimes().some((at) => at !== null && at <= clock.now()),
+      poll: (queue) => {
+        const [arrivals, delayedAt, leaseAt] = repo.pollState(queue);
+        const now = clock.now();
+        return { arrivals, due: (delayedAt !== null && delayedAt <= now) || (leaseAt !== null && leaseAt <= now) };
+      },
     });
     return room;
   }

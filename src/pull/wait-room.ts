@@ -9,8 +9,8 @@
  *   on a quiet queue sleeps through another queue's traffic;
  * - a waiter also wakes at the time it asked for (the nearest delayed message or lease expiry it
  *   knows of, or its own timeout), and at every `processor.pollIntervalMs` the room checks, as a
- *   safety net, for arrivals it missed and for delays and leases come due: an idle waiter costs
- *   two small reads per poll interval.
+ *   safety net, for arrivals it missed and for delays and leases come due: an idle waiter on one
+ *   queue costs one small read per poll interval.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -27,9 +27,16 @@ interface Waiter {
 
 /**
  * Creates the wait room for the database at `dbPath`; `arrivals(queue)` reads that queue's arrivals
- * counter, `due()` tells whether a delayed message or a pull lease has come due in any queue.
+ * counter, and `poll(queue)` reads it together with whether a delayed message or a pull lease has
+ * come due in any queue, in one statement.
  */
-export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs(): number; arrivals(queue: string): number; due(): boolean }) {
+export function createWaitRoom(o: {
+  dbPath: string;
+  clock: Clock;
+  pollIntervalMs(): number;
+  arrivals(queue: string): number;
+  poll(queue: string): { arrivals: number; due: boolean };
+}) {
   const waiters = new Set<Waiter>();
   let watcher: FSWatcher | undefined;
   let debounce: NodeJS.Timeout | undefined;
@@ -46,14 +53,25 @@ export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs
     for (const w of [...waiters]) w.wake();
   }
 
-  /** Another process committed: wakes the waiters of the queues whose arrivals moved. */
-  function committedElsewhere() {
+  /**
+   * Another process committed (or the poll came): wakes the waiters of the queues whose arrivals
+   * moved. At a poll, the first queue's read also asks whether a delay or a lease came due in any
+   * queue (one statement), and then every waiter looks.
+   */
+  function committedElsewhere(atPoll = false) {
     const moved = new Set<string>();
+    let due = false;
     try {
       for (const w of waiters) {
         for (const queue of w.queues) {
           if (moved.has(queue)) continue;
-          const n = o.arrivals(queue);
+          let n: number;
+          if (atPoll) {
+            atPoll = false;
+            const read = o.poll(queue);
+            n = read.arrivals;
+            due = read.due;
+          } else n = o.arrivals(queue);
           // A queue read for the first time counts as moved: the room cannot know what it missed.
           if (seen.get(queue) !== n) moved.add(queue);
           seen.set(queue, n);
@@ -62,6 +80,7 @@ export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs
     } catch {
       return wakeAll(); // Unreadable now (busy, closing): let every waiter look for itself.
     }
+    if (due) return wakeAll();
     if (moved.size === 0) return;
     generation += 1;
     for (const w of [...waiters]) if ([...moved].some((queue) => w.queues.has(queue))) w.wake();
@@ -90,17 +109,10 @@ export function createWaitRoom(o: { dbPath: string; clock: Clock; pollIntervalMs
     poll = o.clock.setTimeout(() => {
       poll = undefined;
       if (waiters.size === 0) return;
-      // A delayed message or a lease came due, in any queue: every waiter looks. Otherwise only
-      // the waiters whose queues got something (a missed file event) do: an idle waiter costs
-      // two small reads per poll, not a lease attempt.
-      let due: boolean;
-      try {
-        due = o.due();
-      } catch {
-        due = true;
-      }
-      if (due) wakeAll();
-      else committedElsewhere();
+      // Only the waiters whose queues got something (a missed file event) look, or all of them
+      // when a delay or a lease came due: an idle waiter on one queue costs one small read per
+      // poll, not a lease attempt.
+      committedElsewhere(true);
       schedulePoll();
     }, o.pollIntervalMs());
   }

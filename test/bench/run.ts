@@ -39,8 +39,8 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency', 'pull-c8', 'receive-10', 'wake', 'claim', 'claim-groups', 'rss', 'boot', 'disk', 'check'] as const;
 /** The pull drains, per durability, beside drain-c8. */
 const PULLS = ['pull-c8', 'receive-10'] as const satisfies readonly PullWorkload[];
-/** Message groups the claim-groups template spreads its messages over. */
-const CLAIM_GROUPS = 100;
+/** Messages per group in the claim-groups templates (issue 12: "10k groups × 100 messages" at 1M). */
+const PER_GROUP = 100;
 type Part = (typeof ALL_WORKLOADS)[number];
 /** Workloads 1–5: in process, under both durabilities, every system (the drain-c8 variants: those that have the feature). */
 const QUICK = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency'] as const satisfies readonly WorkloadName[];
@@ -310,8 +310,9 @@ async function main() {
         for (const depth of depths) {
           const plain = await template(spool, depth);
           const grouped = join(templates.dir, `spool-groups-${depth}.db`);
-          const ms = await fillGroupsTemplate(grouped, depth, CLAIM_GROUPS);
-          log(`filled spool with ${depth.toLocaleString('en-US')} pending over ${CLAIM_GROUPS} groups in ${fmt(ms)} ms`);
+          const groups = depth / PER_GROUP;
+          const ms = await fillGroupsTemplate(grouped, depth, groups);
+          log(`filled spool with ${depth.toLocaleString('en-US')} pending over ${groups.toLocaleString('en-US')} groups in ${fmt(ms)} ms`);
           for (let rep = 1; rep <= o.reps; rep++) {
             const parts: string[] = [];
             for (const [name, path] of [['spool', plain], ['spool-groups', grouped]] as const) {

@@ -34,7 +34,10 @@ function setup() {
       reads.push(queue);
       return arrivals.get(queue) ?? 0;
     },
-    due: () => due.now,
+    poll: (queue) => {
+      reads.push(queue);
+      return { arrivals: arrivals.get(queue) ?? 0, due: due.now };
+    },
   });
   /** Stands for another process's commit: the -wal file changes. */
   const commitElsewhere = () => appendFileSync(`${dbPath}-wal`, 'x');
