@@ -82,7 +82,7 @@ export interface MessageInfo {
   updatedAt: number;
   visibleAt: number;
   finishedAt: number | null;
-  lastError: { code: string; message: string; stack?: string } | null;
+  lastError: StoredError | null;
   /** Its place in send order, strictly increasing per spool (FIFO groups keep to it). */
   sequence: number;
   /** When its current lease (a handler's timeout, a pull lease) runs out, epoch ms; null: none. */
