@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
-import { useSqsFixtures } from './helpers/real-spool.js';
+import { useSqsFixtures } from './helpers/fixture.js';
 
 const start = useSqsFixtures();
 
