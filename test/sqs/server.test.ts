@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqsServer, type SqsServer } from '../../src/sqs/server.js';
+import { createSqsServer, type SqsServer } from '../../src/index.js';
 import { blockingReceiveBackend, failingBackend, spoolError } from './helpers/fault-backend.js';
 import { callJson } from './helpers/serve.js';
 

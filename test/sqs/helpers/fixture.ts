@@ -7,10 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
 import { afterEach } from 'vitest';
-import { createSpool, type Clock, type Spool } from '../../../src/index.js';
-import type { SqsBackend } from '../../../src/sqs/backend.js';
-import { createSqsHandler } from '../../../src/sqs/handler.js';
-import type { SqsHandlerOptions } from '../../../src/sqs/options.js';
+import { createSpool, createSqsHandler, type Clock, type Spool, type SqsBackend, type SqsHandlerOptions } from '../../../src/index.js';
 import { tempDb } from '../../helpers/temp-db.js';
 import { sqsClient } from './sdk.js';
 
