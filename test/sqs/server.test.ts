@@ -63,6 +63,20 @@ describe('createSqsServer', () => {
     expect(JSON.parse((await callJson(url, 'ListQueues', {})).text)).toMatchObject({ __type: 'com.amazonaws.sqs#IncompleteSignature' });
   });
 
+  it('hands requests that are not SQS calls to fallback, and keeps SQS calls', async () => {
+    const sqs = make(failingBackend(() => new Error('x')), {
+      port: 0,
+      fallback: (req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(`fallback ${req.method} ${req.url}`);
+      },
+    });
+    const { url } = await sqs.listen();
+    const page = await fetch(`${url}/admin/`);
+    expect(await page.text()).toBe('fallback GET /admin/');
+    expect(JSON.parse((await callJson(url, 'ListQueues', {})).text)).toMatchObject({ __type: 'com.amazonaws.sqs#InternalFailure' });
+  });
+
   it('refuses bad options with INVALID_OPTIONS', () => {
     const backend = failingBackend(() => new Error('x'));
     expect(() => createSqsServer(backend, { port: 70_000 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
