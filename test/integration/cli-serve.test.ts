@@ -3,12 +3,14 @@
  * it, a graceful stop on SIGTERM and SIGINT with the data on disk, the admin API beside SQS on the
  * same port, and the refusals: a taken port and a file another process owns (LOCKED).
  */
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteMessageCommand, ListQueuesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/build.js';
 import { startBin, type RunningBin } from '../helpers/cli.js';
 import { useTempSpools } from '../helpers/spool.js';
 import { sqsClient } from '../sqs/helpers/sdk.js';
@@ -110,6 +112,29 @@ describe('spool serve (CLI)', { timeout: 60_000 }, () => {
     clients.push(right, wrong);
     expect((await right.send(new ListQueuesCommand({}))).$metadata.httpStatusCode).toBe(200);
     await expect(wrong.send(new ListQueuesCommand({}))).rejects.toMatchObject({ name: 'SignatureDoesNotMatch' });
+    expect(await stop(bin, 'SIGTERM')).toEqual({ code: 0, signal: null });
+  });
+
+  it('runs examples/sqs-client.ts against it', async () => {
+    const { bin, endpoint } = await serve();
+    const example = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'examples/sqs-client.ts'], {
+        cwd: ROOT,
+        env: { ...process.env, SPOOL_SQS_ENDPOINT: endpoint, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: 25_000,
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(example.code, example.stderr).toBe(0);
+    expect(example.stdout).toContain(`queues: ${endpoint}/000000000000/orders (dead letters: ${endpoint}/000000000000/orders-dlq)`);
+    expect(example.stdout).toContain('received {"order":1} example');
+    expect(example.stdout).toContain('handled 4 messages');
     expect(await stop(bin, 'SIGTERM')).toEqual({ code: 0, signal: null });
   });
 
