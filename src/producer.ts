@@ -21,6 +21,9 @@ import type { SettingsRuntime } from './settings/store.js';
 import type { Storage } from './storage.js';
 import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
 
+/** The longest delay of a message on a created (SQS) queue: DelaySeconds 900. */
+const MAX_SQS_DELAY_MS = 900_000;
+
 /** A row to insert, with what FIFO deduplication needs. */
 type PreparedRow = NewMessage & { windowKey: string | null; windowMs: number };
 
@@ -107,6 +110,12 @@ export function createProducer(deps: ProducerDeps) {
     const sqs = row?.kind === 'sqs';
     if (o.mustExist && !sqs) throw new SpoolError('QUEUE_NOT_FOUND', `Queue "${queue}" does not exist (queues.create never made it)`, { details: { queue } });
     const fifo = row?.fifo === true;
+    // A created (SQS) queue's delay has SQS's range, per message as for the queue (DelaySeconds 0–900).
+    if (sqs && o.delayMs !== undefined && o.delayMs > MAX_SQS_DELAY_MS) {
+      throw new SpoolError('INVALID_ARGUMENT', `delayMs on queue "${queue}" must be from 0 to ${MAX_SQS_DELAY_MS}, got ${o.delayMs}`, {
+        details: { field: 'delayMs', min: 0, max: MAX_SQS_DELAY_MS, value: o.delayMs },
+      });
+    }
     const attrs = directory.attributes(queue);
     if (o.group !== undefined) checkFifoId(o.group, 'group');
     if (fifo) {

@@ -47,9 +47,19 @@ Schedules:
   spool schedules remove --db <file> <name>
       Deletes a schedule and prints {"removed": true}, or {"removed": false} when there was none.
 
-These commands take no owner lock: they work while another process runs the spool on that file,
-which picks a change up within one processor.pollIntervalMs. Only settings update creates a
-missing file; the others refuse it. requeue and purge of many rows show a progress bar on stderr
+Serving:
+  spool serve --db <file> [--config <file>] [--host 127.0.0.1] [--port 9324] [--public-url <url>]
+              [--region us-east-1] [--auth-keys <file.json>]
+      Starts the spool (it takes the owner lock: one serve per file) and serves the Amazon SQS API
+      (JSON 1.0 and Query) on host:port, with the dashboard under /admin/ and metrics at /metrics.
+      Prints the SQS endpoint and the admin URL, one line each, then runs until SIGINT or
+      SIGTERM, when it stops gracefully and exits 0. --public-url is the base of the queue URLs
+      handed out (default: the request's Host). --auth-keys names a JSON file {"AKID": "secret"}:
+      only requests signed (SigV4) with one of those keys are served. Creates the file if missing.
+
+The other commands take no owner lock: they work while another process runs the spool on that
+file, which picks a change up within one processor.pollIntervalMs. Only settings update and serve
+create a missing file; the others refuse it. requeue and purge of many rows show a progress bar on stderr
 when it is a terminal.
 
 Options:
@@ -79,7 +89,8 @@ export type CliCommand =
   | { name: 'send'; db: string; config?: string; queue: string; payload: string }
   | { name: 'schedules list'; db: string; config?: string }
   | { name: 'schedules upsert'; db: string; config?: string; schedule: string; spec: string }
-  | { name: 'schedules remove'; db: string; config?: string; schedule: string };
+  | { name: 'schedules remove'; db: string; config?: string; schedule: string }
+  | { name: 'serve'; db: string; config?: string; host: string; port: number; publicUrl?: string; region?: string; authKeys?: string };
 
 /** A command that works on a database file (every command but help and version). */
 export type DbCommand = Exclude<CliCommand, { name: 'help' | 'version' }>;
@@ -103,6 +114,11 @@ const OPTIONS = {
   all: { type: 'boolean' },
   state: { type: 'string' },
   yes: { type: 'boolean' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'public-url': { type: 'string' },
+  region: { type: 'string' },
+  'auth-keys': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -123,6 +139,7 @@ const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[
   'schedules list': { options: ['db', 'config'], args: [] },
   'schedules upsert': { options: ['db', 'config'], args: ['<name>', '<json spec>'] },
   'schedules remove': { options: ['db', 'config'], args: ['<name>'] },
+  serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys'], args: [] },
 };
 
 /** Commands with subcommands: `spool settings get`, `spool schedules list`. */
@@ -217,7 +234,27 @@ export function parseCli(argv: string[]): CliCommand {
       return { name, ...common, schedule: args[0]!, spec: args[1]! };
     case 'schedules remove':
       return { name, ...common, schedule: args[0]! };
+    case 'serve':
+      return {
+        name,
+        ...common,
+        host: values.host ?? SERVE_DEFAULTS.host,
+        port: values.port === undefined ? SERVE_DEFAULTS.port : parsePort(values.port),
+        ...(values['public-url'] === undefined ? {} : { publicUrl: values['public-url'] }),
+        ...(values.region === undefined ? {} : { region: values.region }),
+        ...(values['auth-keys'] === undefined ? {} : { authKeys: values['auth-keys'] }),
+      };
   }
+}
+
+/** Where `spool serve` listens unless told: loopback only, and ElasticMQ's port so existing configs work. */
+export const SERVE_DEFAULTS = { host: '127.0.0.1', port: 9324 } as const;
+
+/** `--port`: 0–65535 in decimal digits (0 picks a free port). */
+function parsePort(text: string): number {
+  const port = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(port) || port > 65_535) throw new UsageError(`Expected --port to be a whole number from 0 to 65535, got ${JSON.stringify(text)}`);
+  return port;
 }
 
 /** `--limit`: a whole number from 1 up, written in decimal digits. */

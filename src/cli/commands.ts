@@ -11,7 +11,7 @@ export interface CommandContext {
 }
 
 /** Runs one command on `spool` and returns what to print on stdout as JSON. */
-export async function runCommand(spool: Spool, command: DbCommand, context: CommandContext = {}): Promise<unknown> {
+export async function runCommand(spool: Spool, command: Exclude<DbCommand, { name: 'serve' }>, context: CommandContext = {}): Promise<unknown> {
   switch (command.name) {
     case 'settings get':
       return command.explain ? spool.settings.explain() : spool.settings.get();

@@ -42,6 +42,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     );
     return 2;
   }
+  if (command.name === 'serve') {
+    const { serve } = await import('./serve.js');
+    return serve(command, io, describeError);
+  }
   // Reading a mistyped path would silently create an empty spool; only update may create one.
   if (command.name !== 'settings update' && !existsSync(command.db)) {
     io.stderr(`INVALID_ARGUMENT: There is no spool database at ${resolve(command.db)}\n`);

@@ -16,7 +16,8 @@ export const MAX_LIST_RESULTS = 1000;
 
 /** CreateQueue: idempotent for equal attributes, QueueNameExists otherwise. */
 export async function createQueue(req: Req<'CreateQueue'>, ctx: ActionContext): Promise<SqsOutput> {
-  const attributes = attributesFromWire(req.attributes, 'create');
+  // SQS makes a FIFO queue only when FifoQueue says so; the library would infer it from a .fifo name.
+  const attributes = { fifo: false, ...attributesFromWire(req.attributes, 'create') };
   const tags = Object.keys(req.tags).length > 0 ? { tags: { ...req.tags } } : undefined;
   try {
     const info = await ctx.backend.queues.create(req.queueName, attributes, tags);

@@ -13,7 +13,7 @@
  * const { url } = await sqs.listen();          // http://127.0.0.1:9324
  * process.once('SIGTERM', async () => { await sqs.close(); await spool.close(); });
  */
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SpoolError } from '../index.js';
 import type { SqsBackend } from './backend.js';
@@ -32,6 +32,8 @@ export interface SqsServerOptions extends Omit<SqsHandlerOptions, 'signal' | 'au
   maxSkewSec?: number;
   /** How long `close()` waits for requests in progress before cutting them, in ms (default 10,000). */
   closeTimeoutMs?: number;
+  /** Serves the requests that are not SQS calls (e.g. the admin handler); default: a JSON 404. */
+  fallback?: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 /** The defaults of `SqsServerOptions`. */
@@ -49,7 +51,7 @@ export interface SqsServer {
 
 /** Builds the server (not yet listening). Throws INVALID_OPTIONS. */
 export function createSqsServer(spool: SqsBackend, options: SqsServerOptions = {}): SqsServer {
-  const { host = SQS_SERVER_DEFAULTS.host, port = SQS_SERVER_DEFAULTS.port, authKeys, maxSkewSec, closeTimeoutMs = SQS_SERVER_DEFAULTS.closeTimeoutMs, ...handlerOptions } = options;
+  const { host = SQS_SERVER_DEFAULTS.host, port = SQS_SERVER_DEFAULTS.port, authKeys, maxSkewSec, closeTimeoutMs = SQS_SERVER_DEFAULTS.closeTimeoutMs, fallback, ...handlerOptions } = options;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new SpoolError('INVALID_OPTIONS', `Expected \`port\` to be an integer from 0 to 65535, got ${String(port)}`);
   if (!Number.isFinite(closeTimeoutMs) || closeTimeoutMs < 0) throw new SpoolError('INVALID_OPTIONS', `Expected \`closeTimeoutMs\` to be ≥ 0, got ${String(closeTimeoutMs)}`);
   const shutdown = new AbortController();
@@ -66,7 +68,7 @@ export function createSqsServer(spool: SqsBackend, options: SqsServerOptions = {
     if (closing) res.setHeader('connection', 'close');
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));
-    handler(req, res);
+    handler(req, res, fallback ? () => fallback(req, res) : undefined);
   });
 
   return {

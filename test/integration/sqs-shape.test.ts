@@ -245,4 +245,17 @@ describe('sends to SQS queues', () => {
     expect(Buffer.from(withBinary!.attributes.blob!.value as Uint8Array)).toEqual(Buffer.from([1, 2, 3]));
     expect(isSpoolError(await rejection(spool.send('q', 'x', { group: 'g'.repeat(129) })), 'INVALID_ARGUMENT')).toBe(true);
   });
+
+  it("holds a message's own delay to SQS's 0–900,000 ms on a created queue, and stores nothing when refusing", async () => {
+    const spool = spools.open();
+    await spool.queues.create('q');
+    const error = await rejection(spool.send('q', 'x', { delayMs: 900_001 }));
+    expect(error.code).toBe('INVALID_ARGUMENT');
+    expect(error.details).toMatchObject({ field: 'delayMs', min: 0, max: 900_000, value: 900_001 });
+    expect((await spool.queues.get('q')).counts).toEqual({ visible: 0, inFlight: 0, delayed: 0, dead: 0 });
+    await spool.send('q', 'x', { delayMs: 900_000 });
+    expect((await spool.queues.get('q')).counts.delayed).toBe(1);
+    // A push queue (never created) keeps the library's longer delays.
+    await spool.send('push', 'x', { delayMs: 3_600_000 });
+  });
 });

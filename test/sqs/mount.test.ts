@@ -4,7 +4,7 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { ListQueuesCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqsHandler } from '../../src/sqs/handler.js';
+import { createSqsHandler } from '../../src/index.js';
 import { failingBackend, spoolError } from './helpers/fault-backend.js';
 import { sqsClient } from './helpers/sdk.js';
 import { callJson, callQuery } from './helpers/serve.js';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqsServer, type SqsServer } from '../../src/sqs/server.js';
+import { createSqsServer, type SqsServer } from '../../src/index.js';
 import { blockingReceiveBackend, failingBackend, spoolError } from './helpers/fault-backend.js';
 import { callJson } from './helpers/serve.js';
 
@@ -61,6 +61,20 @@ describe('createSqsServer', () => {
     const sqs = make(failingBackend(() => new Error('x')), { port: 0, authKeys: { AKID: 'secret' } });
     const { url } = await sqs.listen();
     expect(JSON.parse((await callJson(url, 'ListQueues', {})).text)).toMatchObject({ __type: 'com.amazonaws.sqs#IncompleteSignature' });
+  });
+
+  it('hands requests that are not SQS calls to fallback, and keeps SQS calls', async () => {
+    const sqs = make(failingBackend(() => new Error('x')), {
+      port: 0,
+      fallback: (req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(`fallback ${req.method} ${req.url}`);
+      },
+    });
+    const { url } = await sqs.listen();
+    const page = await fetch(`${url}/admin/`);
+    expect(await page.text()).toBe('fallback GET /admin/');
+    expect(JSON.parse((await callJson(url, 'ListQueues', {})).text)).toMatchObject({ __type: 'com.amazonaws.sqs#InternalFailure' });
   });
 
   it('refuses bad options with INVALID_OPTIONS', () => {

@@ -2,10 +2,8 @@
  * The sqs tier: every workload of workloads.ts against each system, each system's server in a
  * child process of its own (the clients run here), medians over repetitions.
  *
- *   node --import tsx test/bench/sqs/run.ts [--systems stub,fauxqs,spool] [--n 10000] [--raw-n 20000]
+ *   node --import tsx test/bench/sqs/run.ts [--systems stub,wire,fauxqs,spool] [--n 10000] [--raw-n 20000]
  *                                           [--latency-n 1000] [--clients 8] [--reps 3] [--out file.json]
- *
- * `spool` needs the library's SQS-shaped API (issue 12); until then run stub and fauxqs.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -28,7 +26,7 @@ interface Figures {
 
 const { values } = parseArgs({
   options: {
-    systems: { type: 'string', default: 'stub,fauxqs' },
+    systems: { type: 'string', default: 'stub,wire,fauxqs,spool' },
     n: { type: 'string', default: '10000' },
     'raw-n': { type: 'string', default: '20000' },
     'latency-n': { type: 'string', default: '1000' },

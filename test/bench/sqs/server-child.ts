@@ -22,8 +22,7 @@ async function startSpool(dir: string): Promise<{ port: number; stop: Stop }> {
   const { createSqsServer } = await import('../../../src/sqs/server.js');
   const spool = createSpool({ path: join(dir, 'spool.db') });
   await spool.start();
-  // Until the library has the SQS-shaped API, this cast is where the types meet (see test/sqs/helpers/real-spool.ts).
-  const sqs = createSqsServer(spool as unknown as Parameters<typeof createSqsServer>[0], { port: 0 });
+  const sqs = createSqsServer(spool, { port: 0 });
   const { port } = await sqs.listen();
   return {
     port,

@@ -22,7 +22,7 @@ import {
   UntagQueueCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { useSqsFixtures } from './helpers/real-spool.js';
+import { useSqsFixtures } from './helpers/fixture.js';
 
 const start = useSqsFixtures();
 

@@ -1,27 +1,15 @@
 /**
- * End-to-end fixture: a real spool on a temp file, `createSqsHandler` over it on 127.0.0.1:0, and
- * real SDK clients. Everything opened is closed after each test.
- *
- * The `*.e2e.ts` files use it; they run once the library has the SQS-shaped API (issue 12). Until
- * then `asBackend` is the one place that bridges the types: when `Spool` has `queues`, `receive`,
- * `deleteMessage` and `changeVisibility`, make it `return spool;` and the compiler checks that the
- * real API satisfies `SqsBackend`.
+ * End-to-end fixture: a real spool on a temp file (`createSpool({ path })`, passed to
+ * `createSqsHandler` as it is), a real node:http server on 127.0.0.1:0, and real SDK clients.
+ * Everything opened is closed after each test.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
 import { afterEach } from 'vitest';
-import { createSpool, type Clock, type Spool } from '../../../src/index.js';
-import type { SqsBackend } from '../../../src/sqs/backend.js';
-import { createSqsHandler } from '../../../src/sqs/handler.js';
-import type { SqsHandlerOptions } from '../../../src/sqs/options.js';
+import { createSpool, createSqsHandler, type Clock, type Spool, type SqsBackend, type SqsHandlerOptions } from '../../../src/index.js';
 import { tempDb } from '../../helpers/temp-db.js';
 import { sqsClient } from './sdk.js';
-
-/** The real spool seen through the SQS subset of its API. */
-export function asBackend(spool: Spool): SqsBackend {
-  return spool as unknown as SqsBackend;
-}
 
 /** One running SQS endpoint over a real spool. */
 export interface SqsFixture {
@@ -76,7 +64,7 @@ export function useSqsFixtures(): (options?: SqsFixtureOptions) => Promise<SqsFi
     const open = async () => {
       spool = createSpool({ path: db.path, ...(options.clock ? { clock: options.clock } : {}) });
       await spool.start();
-      const backend = options.wrap ? options.wrap(asBackend(spool)) : asBackend(spool);
+      const backend: SqsBackend = options.wrap ? options.wrap(spool) : spool;
       fixture.spool = spool;
       fixture.backend = backend;
       server = createServer(createSqsHandler(backend, options.handler));

@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
-import { delegate, useSqsFixtures } from './helpers/real-spool.js';
+import { delegate, useSqsFixtures } from './helpers/fixture.js';
 import { LOCAL_CREDENTIALS, sqsClient } from './helpers/sdk.js';
 
 const start = useSqsFixtures();

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SpoolError } from '../../src/index.js';
-import { delegate, useSqsFixtures } from './helpers/real-spool.js';
+import { delegate, useSqsFixtures } from './helpers/fixture.js';
 import { call, callJson, callQuery } from './helpers/serve.js';
 
 const start = useSqsFixtures();

@@ -22,7 +22,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
-import { observed, useSqsFixtures } from './helpers/real-spool.js';
+import { observed, useSqsFixtures } from './helpers/fixture.js';
 
 const start = useSqsFixtures();
 const md5 = (text: string) => createHash('md5').update(text, 'utf8').digest('hex');

@@ -1,0 +1,116 @@
+/**
+ * `spool serve`: starts the spool (owner lock), serves the SQS API with the admin handler beside
+ * it on one port, prints where, and runs until SIGINT or SIGTERM, then closes the server and the
+ * spool and resolves with exit status 0. A taken port or a LOCKED file resolves with 1 and a
+ * message, after releasing what it had opened.
+ */
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createSpool, createSqsServer, SpoolError, type Spool, type SqsServer } from '../index.js';
+import type { CliCommand } from './args.js';
+import type { CliIo } from './run.js';
+
+type ServeCommand = Extract<CliCommand, { name: 'serve' }>;
+
+/** The signals that stop `spool serve` gracefully. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/** Runs `spool serve` until a stop signal; resolves with the exit status. */
+export async function serve(command: ServeCommand, io: CliIo, describeError: (error: unknown) => string): Promise<number> {
+  // Listening for the signals first: one that arrives during start-up still stops cleanly.
+  let stopRequested: (signal: string) => void = () => {};
+  const stopped = new Promise<string>((resolve) => (stopRequested = resolve));
+  const onSignal = (signal: NodeJS.Signals) => stopRequested(signal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+
+  let spool: Spool | undefined;
+  let sqs: SqsServer | undefined;
+  let admin: { close(): void } | undefined;
+  let status = 0;
+  try {
+    const authKeys = command.authKeys === undefined ? undefined : readAuthKeys(command.authKeys);
+    spool = createSpool({ path: command.db, ...(command.config === undefined ? {} : { config: command.config }) });
+    spool.events$.subscribe((event) => {
+      if (event.type === 'error') io.stderr(`spool: ${event.code}: ${event.message}\n`);
+    });
+    await spool.start();
+    const mounted = await mountAdmin(spool, command, io);
+    admin = mounted;
+    sqs = createSqsServer(spool, {
+      host: command.host,
+      port: command.port,
+      ...(command.publicUrl === undefined ? {} : { publicUrl: command.publicUrl }),
+      ...(command.region === undefined ? {} : { region: command.region }),
+      ...(authKeys === undefined ? {} : { authKeys }),
+      ...(mounted ? { fallback: mounted.handle } : {}),
+      onError: (error) => io.stderr(`spool serve: InternalFailure: ${describeError(error)}\n`),
+    });
+    let endpoint: string;
+    try {
+      endpoint = (await sqs.listen()).url;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const why = code === 'EADDRINUSE' ? 'the port is taken (EADDRINUSE)' : code === 'EACCES' ? 'permission denied (EACCES)' : (error as Error).message;
+      throw new SpoolError('INVALID_OPTIONS', `spool serve cannot listen on ${command.host}:${command.port}: ${why}`, { cause: error });
+    }
+    io.stdout(`SQS endpoint: ${endpoint}\n`);
+    if (mounted) io.stdout(`Admin: ${endpoint.replace(/\/$/, '')}/admin/\n`);
+    const signal = await stopped;
+    io.stderr(`spool serve: ${signal}, stopping\n`);
+  } catch (error) {
+    io.stderr(`${describeError(error)}\n`);
+    status = 1;
+  } finally {
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+    try {
+      // Long polls answer empty first, so no message stays claimed by a client that went away.
+      await sqs?.close();
+      admin?.close();
+      await spool?.close();
+    } catch (error) {
+      io.stderr(`${describeError(error)}\n`);
+      status = 1;
+    }
+  }
+  return status;
+}
+
+/** `--auth-keys`: a JSON object of access key id → secret. */
+function readAuthKeys(path: string): Record<string, string> {
+  let keys: unknown;
+  try {
+    keys = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new SpoolError('INVALID_OPTIONS', `--auth-keys ${path} is not a readable JSON file: ${(error as Error).message}`, { cause: error });
+  }
+  if (keys === null || typeof keys !== 'object' || Array.isArray(keys) || Object.values(keys).some((v) => typeof v !== 'string')) {
+    throw new SpoolError('INVALID_OPTIONS', `--auth-keys ${path} must hold a JSON object of access key id → secret, e.g. {"AKID": "secret"}`);
+  }
+  return keys as Record<string, string>;
+}
+
+/**
+ * The admin dashboard, API and metrics beside SQS on the same port (under /admin/ and /metrics).
+ * The admin module is being reworked: this is the one place that builds it for serve, and serve
+ * runs without it (saying so) if it cannot be built.
+ */
+async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promise<{ handle: (req: IncomingMessage, res: ServerResponse) => void; close(): void } | undefined> {
+  try {
+    const [{ createAdminHandler }, { withInterimSeams }] = await Promise.all([import('../admin/handler.js'), import('../admin/interim-adapter.js')]);
+    const source = withInterimSeams(spool, { path: command.db });
+    // On loopback, only loopback Host headers reach the admin API (a rebound DNS name does not).
+    const loopback = ['127.0.0.1', 'localhost', '[::1]'];
+    const onLoopback = loopback.includes(command.host) || command.host === '::1';
+    const handler = createAdminHandler(source, onLoopback ? { allowedHosts: loopback } : {});
+    return {
+      handle: (req, res) => handler(req, res),
+      close() {
+        handler.close();
+        source.close();
+      },
+    };
+  } catch (error) {
+    io.stderr(`spool serve: the admin handler is not available (${(error as Error).message}); serving SQS only\n`);
+    return undefined;
+  }
+}
