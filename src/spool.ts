@@ -165,7 +165,8 @@ export function createSpool<Q extends QueueMap = QueueMap>(options: SpoolOptions
     },
     start: () => lifecycle.start(),
     send: (queue, payload, sendOptions) => producer.send(queue, payload, sendOptions),
-    sendBatch: (queue, payloads, sendOptions) => producer.sendBatch(queue, [...payloads], sendOptions),
+    // Validated inside (a non-array is INVALID_ARGUMENT), so passed on as it came.
+    sendBatch: (queue, payloads, sendOptions) => producer.sendBatch(queue, payloads as unknown[], sendOptions),
     get: (id) => operations.get(id),
     stats: () => operations.stats(),
     dead: (queue, listOptions) => operations.dead(queue, listOptions),

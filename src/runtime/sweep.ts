@@ -14,11 +14,12 @@ export const SWEEP_BATCH = 200;
 /** Pages returned to the OS per incremental_vacuum step. */
 export const VACUUM_STEP_PAGES = 128;
 /**
- * Tries of a step that finds the write lock taken. The owner commits many times a second, each
- * briefly, so a step may meet its lock a few times in a row; a lock held for long (another
- * process's transaction) still ends the sweep with STORAGE_BUSY, as for purge.
+ * Tries of a step that finds the write lock taken (each waits the 20 ms busy timeout, then 5 ms):
+ * about a second in all. The owner commits many times a second, each briefly, but on a loaded
+ * machine a run of its commits can hold the lock for a few hundred ms; a lock held for long
+ * (another process's transaction) still ends the sweep with STORAGE_BUSY, as for purge.
  */
-export const SWEEP_BUSY_TRIES = 8;
+export const SWEEP_BUSY_TRIES = 40;
 const BUSY_PAUSE_MS = 5;
 
 /** What to sweep: rows finished before these times (epoch ms); null keeps that state forever. */
