@@ -177,9 +177,9 @@ describe('lock contention (SQLITE_BUSY)', () => {
     // the held lock meets a running sweep rather than the worker's start-up.
     await spool.sweep();
 
-    // Far longer than the 20 ms busy timeout: under a loaded suite the maintenance worker may take
-    // a few hundred ms to reach its sweep, and it must still meet the lock.
-    const lock = holdWriteLock(1500);
+    // Far longer than the 20 ms busy timeout and the sweep's ~1 s of retries: under a loaded suite
+    // the maintenance worker may take a few hundred ms to reach its sweep, and must still meet it.
+    const lock = holdWriteLock(3000);
     const codes = await Promise.all([
       spool.settings.update({ executor: { concurrency: 2 } }).then(
         () => 'resolved',
