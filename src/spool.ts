@@ -96,7 +96,7 @@ export function createSpool(options: SpoolOptions): Spool {
   const { clock } = opts;
   const bus = createEventBus(() => clock.now());
   const consumers = new Map<string, Handler>();
-  const storage = createStorage(opts, bus);
+  const storage = createStorage(opts, bus, () => settings.get().history.enabled);
   const directory = createQueueDirectory(() => storage.open().queues, () => settings.get(), () => clock.now());
   const settings = createSettingsStore({
     config: opts.config,

@@ -177,8 +177,8 @@ export function createClaimer(
       const drop = settings.get().noConsumer === 'delete';
       const next = machine.step(activating, drop ? { type: 'DROP', at: now } : { type: 'REJECT', at: now, error });
       const ok = drop
-        ? repo.remove(row.seq, row.queue, 'pending', null)
-        : repo.write(transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now));
+        ? repo.remove(row.seq, row.queue, 'pending', null, row.grp, { to: next.value, attempt: next.context.attempt, at: now, reason: 'deleted' })
+        : repo.write({ ...transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now), code: error.code });
       if (ok) result.dispositions.push({ row, to: next.value, attempt: next.context.attempt, error });
       return;
     }
