@@ -1,6 +1,7 @@
 /** Spool's public surface: named exports, nothing else. */
 export { createSpool } from './spool.js';
-export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus } from './spool.js';
+export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus, MessageWithHistory, RemovedHistory, Telemetry, BrowsePage, BrowseQuery } from './spool.js';
+export type { HistoryEntry } from './runtime/history.js';
 export type { SpoolOptions } from './options.js';
 export { SpoolError, NonRetryableError, RetryAfterError, RateLimitError, isSpoolError } from './errors.js';
 export type { SpoolErrorCode } from './errors.js';

@@ -261,27 +261,17 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
 
   /** Deletes the rows `select` picks (seqs), returning them, with their count deltas. */
-  function deleteReturning(seqs: number[], reason: string, also?: SQL): RemovedRow[] {
+  // A deleted message's timeline goes with it (a purge must free its space): only a message that
+  // completes (its row deleted at done) keeps its timeline, in message_history (archiveRow).
+  function deleteReturning(seqs: number[], also?: SQL): RemovedRow[] {
     if (seqs.length === 0) return [];
     const removed = orm
       .delete(messages)
       .where(also ? and(inArray(messages.seq, seqs), also) : inArray(messages.seq, seqs))
-      .returning({
-        seq: messages.seq,
-        legacyId: messages.legacyId,
-        queue: messages.queue,
-        state: messages.state,
-        grp: messages.grp,
-        attempt: messages.attempt,
-        history: messages.history,
-        createdAt: messages.createdAt,
-        updatedAt: messages.updatedAt,
-      })
+      .returning({ seq: messages.seq, legacyId: messages.legacyId, queue: messages.queue, state: messages.state, grp: messages.grp })
       .all();
     return removed.map((r) => {
       deltas.add(r.queue, r.state, -1);
-      // Kept from the message's last change: no clock here (the sweep runs in a worker).
-      archiveRow(r.seq, idOf(r.seq, r.legacyId), r.queue, r.state, r.history, r.createdAt, { attempt: r.attempt, at: r.updatedAt, reason });
       if (r.grp !== null && LIVE.includes(r.state)) promoteGroup(r.queue, r.grp);
       return { id: idOf(r.seq, r.legacyId), queue: r.queue, state: r.state };
     });
@@ -444,7 +434,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Deletes the messages `seqs` that are pending, dead or done (never in flight); returns them. */
     removeSettled(seqs: number[]): RemovedRow[] {
-      return deleteReturning(seqs, 'deleted', inArray(messages.state, ['pending', 'dead', 'done']));
+      return deleteReturning(seqs, inArray(messages.state, ['pending', 'dead', 'done']));
     },
     /** In-flight rows whose pull lease ran out by `now`, oldest deadline first. */
     expiredLeases(now: number, limit: number): MessageRow[] {
@@ -533,7 +523,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         .limit(limit)
         .all()
         .map((r) => r.seq);
-      return deleteReturning(seqs, 'purged');
+      return deleteReturning(seqs);
     },
     /** Up to `limit` rows of `queue` sent before `before`, in any state (retention). */
     expiredSeqs(queue: string, before: number, limit: number): number[] {
@@ -541,7 +531,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Deletes those of `seqs` still in `queue` and sent before `before`; returns them. */
     deleteExpired(seqs: number[], queue: string, before: number): RemovedRow[] {
-      return deleteReturning(seqs, 'retention', and(eq(messages.queue, queue), sql`${messages.createdAt} < ${before}`));
+      return deleteReturning(seqs, and(eq(messages.queue, queue), sql`${messages.createdAt} < ${before}`));
     },
     /** Deletes up to `limit` rows in `state` finished before `before`; returns them. */
     sweepBatch(state: 'done' | 'dead', before: number, limit: number): RemovedRow[] {
@@ -553,7 +543,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         .limit(limit)
         .all()
         .map((r) => r.seq);
-      return deleteReturning(seqs, 'swept');
+      return deleteReturning(seqs);
     },
     /** The stored overrides document and its version (0 when none was ever written). */
     readOverrides(): { overrides: string; version: number } {
