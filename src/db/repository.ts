@@ -89,6 +89,8 @@ export interface RowTransition {
   now: number;
   /** The error code of the failure that caused this transition (kept in the message history). */
   code?: string;
+  /** A state the machine passed through in the same step (a claim's activating), for the history. */
+  via?: MessageState;
 }
 
 /** How a deleted row's timeline ends, for the message history. */
@@ -349,7 +351,11 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     write(t: RowTransition): boolean {
       const c = t.context;
       const done = t.state === 'dead' || t.state === 'done';
-      const entry = recording() ? encodeEntry(t.now, t.expectState, t.state, c.attempt, t.code) : null;
+      const entry = !recording()
+        ? null
+        : t.via === undefined
+          ? encodeEntry(t.now, t.expectState, t.state, c.attempt, t.code)
+          : `${encodeEntry(t.now, t.expectState, t.via, c.attempt)},${encodeEntry(t.now, t.via, t.state, c.attempt, t.code)}`;
       const changed =
         write.run(
           t.state,

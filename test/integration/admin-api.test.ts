@@ -208,13 +208,23 @@ describe('admin API: changes', () => {
     expect((await call(base, '/admin/api/messages/delete', { body: { filter: { queue: 'orphan', state: 'dead' } } })).body).toEqual({ removed: 2 });
   });
 
-  it('reports deleting by id as not available until the core has spool.remove, and changes nothing', async () => {
+  it('deletes messages by id, one or a selection, announcing message.removed with reason deleted', async () => {
     const { spool, base } = await running();
-    const [id] = await deadLetters(spool, 1);
-    const res = await call(base, `/admin/api/messages/${id}/delete`, { method: 'POST' });
-    expect(res.status).toBe(501);
-    expect(res.body.error.code).toBe('NOT_AVAILABLE');
-    expect((await spool.get(id!))?.state).toBe('dead');
+    const [a, b, c] = await deadLetters(spool, 3);
+    const removed: string[] = [];
+    const sub = spool.events$.subscribe((e) => {
+      if (e.type === 'message.removed' && e.reason === 'deleted') removed.push(e.id);
+    });
+    const one = await call(base, `/admin/api/messages/${a}/delete`, { method: 'POST' });
+    expect(one.body).toEqual({ removed: 1 });
+    expect(await spool.get(a!)).toBeUndefined();
+    const again = await call(base, `/admin/api/messages/${a}/delete`, { method: 'POST' });
+    expect(again.body).toEqual({ removed: 0 });
+    const many = await call(base, '/admin/api/messages/delete', { body: { ids: [b, c] } });
+    expect(many.body).toEqual({ removed: 2 });
+    sub.unsubscribe();
+    expect(removed).toEqual([a, b, c]);
+    expect((await spool.stats()).queues.orphan).toEqual({ pending: 0, activating: 0, processing: 0, dead: 0, done: 0 });
   });
 });
 
