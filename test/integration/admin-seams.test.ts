@@ -41,7 +41,7 @@ describe('message history', () => {
     await dead;
     const live = await spool.get(id, { history: true });
     expect(path(live!.history)).toEqual(['null->pending', 'pending->activating', 'activating->processing', 'processing->dead']);
-    expect(live!.history.at(-1)).toMatchObject({ code: 'HANDLER_ERROR', attempt: 1 });
+    expect(live!.history.at(-1)).toMatchObject({ code: 'NON_RETRYABLE', attempt: 1 });
     expect(live!.history.every((h, i, all) => i === 0 || h.at >= all[i - 1]!.at)).toBe(true);
 
     const done = reached(spool.events$, 'done', 1, 'jobs');
@@ -231,7 +231,7 @@ describe('remove(), requeue({ ids }), telemetry(), stats()', () => {
     await spool.sendBatch('work', [1, 2, 3, 4, -1]);
     await Promise.all([settled, done]);
     const t = spool.telemetry();
-    expect(t).toMatchObject({ sent: 5, completed: 4, dead: 1, failed: { HANDLER_ERROR: 1 }, storageBusy: 0 });
+    expect(t).toMatchObject({ sent: 5, completed: 4, dead: 1, failed: { NON_RETRYABLE: 1 }, storageBusy: 0 });
     expect(t.commit.count).toBeGreaterThan(0);
     expect(t.commit.sumMs).toBeGreaterThan(0);
     const counts = t.commit.buckets.map((b) => b.count);
