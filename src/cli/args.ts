@@ -47,6 +47,13 @@ Schedules:
   spool schedules remove --db <file> <name>
       Deletes a schedule and prints {"removed": true}, or {"removed": false} when there was none.
 
+Dashboard:
+  spool admin --db <file> [--config <file>] [--port 9325] [--host 127.0.0.1] [--token <t>] [--read-only]
+      Serves the dashboard (/admin/), its JSON API and SSE stream, and /metrics for the file,
+      until SIGINT or SIGTERM. Prints {"url": "..."} once it listens. With --token every request
+      needs it (Authorization: Bearer, or ?token= on the page's URL); --read-only refuses every
+      change. Pool use and live events come only from the process that runs the spool.
+
 These commands take no owner lock: they work while another process runs the spool on that file,
 which picks a change up within one processor.pollIntervalMs. Only settings update creates a
 missing file; the others refuse it. requeue and purge of many rows show a progress bar on stderr
@@ -79,7 +86,8 @@ export type CliCommand =
   | { name: 'send'; db: string; config?: string; queue: string; payload: string }
   | { name: 'schedules list'; db: string; config?: string }
   | { name: 'schedules upsert'; db: string; config?: string; schedule: string; spec: string }
-  | { name: 'schedules remove'; db: string; config?: string; schedule: string };
+  | { name: 'schedules remove'; db: string; config?: string; schedule: string }
+  | { name: 'admin'; db: string; config?: string; port: number; host: string; token?: string; readOnly: boolean };
 
 /** A command that works on a database file (every command but help and version). */
 export type DbCommand = Exclude<CliCommand, { name: 'help' | 'version' }>;
@@ -103,6 +111,10 @@ const OPTIONS = {
   all: { type: 'boolean' },
   state: { type: 'string' },
   yes: { type: 'boolean' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  token: { type: 'string' },
+  'read-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -123,6 +135,7 @@ const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[
   'schedules list': { options: ['db', 'config'], args: [] },
   'schedules upsert': { options: ['db', 'config'], args: ['<name>', '<json spec>'] },
   'schedules remove': { options: ['db', 'config'], args: ['<name>'] },
+  admin: { options: ['db', 'config', 'port', 'host', 'token', 'read-only'], args: [] },
 };
 
 /** Commands with subcommands: `spool settings get`, `spool schedules list`. */
@@ -217,6 +230,20 @@ export function parseCli(argv: string[]): CliCommand {
       return { name, ...common, schedule: args[0]!, spec: args[1]! };
     case 'schedules remove':
       return { name, ...common, schedule: args[0]! };
+    case 'admin': {
+      const port = values.port === undefined ? 9325 : /^[0-9]{1,5}$/.test(values.port) ? Number(values.port) : Number.NaN;
+      if (!(port >= 0 && port <= 65_535)) throw new UsageError(`Expected --port to be a TCP port from 0 to 65535, got ${JSON.stringify(values.port)}`);
+      if (values.host === '') throw new UsageError('Expected --host to name an interface, got ""');
+      if (values.token === '') throw new UsageError('Expected --token to be a non-empty string');
+      return {
+        name,
+        ...common,
+        port,
+        host: values.host ?? '127.0.0.1',
+        ...(values.token === undefined ? {} : { token: values.token }),
+        readOnly: values['read-only'] ?? false,
+      };
+    }
   }
 }
 
