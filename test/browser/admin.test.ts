@@ -225,5 +225,5 @@ describe('dashboard in chromium', () => {
         }
       }
     }
-  });
+  }, 120_000); // 20 page loads and screenshots: ~27 s on an idle 2-core machine, more on a busy one
 });
