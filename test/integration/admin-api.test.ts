@@ -120,6 +120,27 @@ describe('admin API: reading', () => {
     expect(missing.body.error.code).toBe('MESSAGE_NOT_FOUND');
   });
 
+  it('shows a done and deleted message by the timeline the history keeps', async () => {
+    const spool = temp.open(); // retention.doneMs 0: a done row is deleted at completion
+    spool.register('work', async () => {});
+    await spool.start();
+    const { base } = await serveAdminFor(temp, spool);
+    const done = reached(spool.events$, 'done', 1, 'work');
+    const id = await spool.send('work', { a: 1 });
+    await done;
+    expect(await spool.get(id)).toBeUndefined();
+    const m = await call(base, `/admin/api/messages/${id}`);
+    expect(m.status).toBe(200);
+    expect(m.body).toMatchObject({ id, queue: 'work', state: 'done', removed: { reason: 'done' } });
+    expect(m.body.payload).toBeUndefined();
+    expect(m.body.history.map((h: { from: string | null; to: string }) => `${h.from}->${h.to}`)).toEqual([
+      'null->pending',
+      'pending->activating',
+      'activating->processing',
+      'processing->done',
+    ]);
+  });
+
   it('serves the settings, their explanation, the live series and the statechart laid out from the machine', async () => {
     const { spool, base } = await running();
     const done = reached(spool.events$, 'done', 3, 'work');
