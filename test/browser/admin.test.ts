@@ -151,6 +151,8 @@ describe('dashboard in chromium', () => {
     expect((await spool.get(id))?.state).toBe('done');
     await page.waitForSelector('[data-testid="message-state"] .chip:text("done")');
     await page.waitForSelector('[data-testid="timeline"] li:has(.chip:text("dead")):has(.chip:text("pending"))');
+    // The timeline is the stored history: the failure that sent it dead carries its code.
+    await page.waitForSelector('[data-testid="timeline"] li:has(.chip:text("processing")):has(.chip:text("dead")):has-text("NON_RETRYABLE")');
     expect(errors).toEqual([]);
   });
 
