@@ -6,6 +6,10 @@
  * retry, a rate limit (RetryAfterError), a corrupt input (NonRetryableError) and a poison message
  * that ends dead. One live line shows per-state counts and pool use.
  *
+ * The dashboard (createAdminHandler on its own server, serveAdmin) runs beside it on
+ * http://127.0.0.1:9325/admin/ (SPOOL_ADMIN_PORT changes the port; a taken one falls back to a free
+ * one); on a terminal it stays up after the burst settles, until Ctrl-C.
+ *
  * The database is `./spool.db`. Ctrl-C stops gracefully; handlers still running after a short
  * grace period stay in flight on disk, and the next start shows the boot reset returning them to
  * pending, then finishes them without sending a new burst.
@@ -13,7 +17,7 @@
  *   npm start                        run (or resume) the demo
  *   npm start -- --inspect-stately   also stream every actor to the Stately inspector (opt-in)
  */
-import { createSpool, NonRetryableError, RetryAfterError, type Inspect, type SpoolEvent, type SpoolStats } from '../src/index.js';
+import { createSpool, NonRetryableError, RetryAfterError, serveAdmin, type AdminServer, type Inspect, type SpoolEvent, type SpoolStats } from '../src/index.js';
 
 const DB_PATH = 'spool.db';
 const QUEUES = ['email', 'thumbnail', 'report'] as const;
@@ -169,6 +173,7 @@ async function shutdown(graceMs: number, code: number) {
   if (ticker) clearInterval(ticker);
   ticker = undefined;
   try {
+    await admin?.close();
     await spool.stop({ timeoutMs: graceMs });
     const left = live(await spool.stats());
     await spool.close();
@@ -193,6 +198,24 @@ process.on('SIGINT', () => {
     log(`stopped: ${left.processing + left.activating} in flight and ${left.pending} pending on disk. Run \`npm start\` again to resume.`);
   })();
 });
+
+/** The dashboard on its own port: the default one, or any free one when that is taken. */
+async function openDashboard(): Promise<AdminServer | undefined> {
+  const port = Number(process.env.SPOOL_ADMIN_PORT ?? 9325);
+  try {
+    return await serveAdmin(spool, { port });
+  } catch {
+    try {
+      return await serveAdmin(spool, { port: 0 });
+    } catch (error) {
+      log(`dashboard: not started (${(error as Error).message})`);
+      return undefined;
+    }
+  }
+}
+
+const admin = await openDashboard();
+if (admin) log(`dashboard: ${admin.url} (live counts, messages, timelines, settings, the statechart)`);
 
 try {
   const before = live(await spool.stats());
@@ -268,5 +291,13 @@ async function finish(s: SpoolStats) {
   const seconds = (Date.now() - startedAt) / 1000;
   console.log(`all settled in ${seconds.toFixed(1)} s: ${seen.done} done, ${live(s).dead} dead, ${seen.retried} retried`);
   for (const d of dead) console.log(`  dead: ${d.queue} ${d.id.slice(0, 8)} after ${d.attempt} attempt(s): ${d.lastError?.code} ${d.lastError?.message}`);
+  if (admin && tty) {
+    // On a terminal the dashboard stays up to be explored; Ctrl-C stops the demo gracefully.
+    if (ticker) clearInterval(ticker);
+    ticker = undefined;
+    stopping = false;
+    console.log(`the dashboard stays up at ${admin.url}; Ctrl-C stops the demo`);
+    return;
+  }
   await shutdown(10_000, 0);
 }

@@ -1,7 +1,8 @@
 /** Spool's public surface: named exports, nothing else. */
 export { createSpool } from './spool.js';
 export type { QueueMap, QueueName, PayloadOf } from './typed-queues.js';
-export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus } from './spool.js';
+export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus, MessageWithHistory, RemovedHistory, Telemetry, BrowsePage, BrowseQuery } from './spool.js';
+export type { HistoryEntry } from './runtime/history.js';
 export type { SpoolOptions } from './options.js';
 export { SpoolError, NonRetryableError, RetryAfterError, RateLimitError, isSpoolError } from './errors.js';
 export type { SpoolErrorCode } from './errors.js';
@@ -44,3 +45,9 @@ export { createSqsServer } from './sqs/server.js';
 export type { SqsServer, SqsServerOptions } from './sqs/server.js';
 export type { SqsHandlerOptions, SqsAuthOptions } from './sqs/options.js';
 export type { SqsBackend } from './sqs/backend.js';
+export { createAdminHandler } from './admin/handler.js';
+export type { AdminHandler } from './admin/handler.js';
+export type { AdminHandlerOptions } from './admin/options.js';
+export { serveAdmin, DEFAULT_ADMIN_PORT } from './admin/server.js';
+export type { AdminServer, ListenOptions } from './admin/server.js';
+export { registerMetrics } from './admin/metrics.js';

@@ -3,8 +3,12 @@
  * sweep. None needs the owner lock: a producer or the CLI runs them beside the running owner.
  * Bulk deletes announce each removed row (`message.removed`) when someone listens.
  */
-import type { MessageRow, RemovedRow } from './db/repository.js';
-import { sqliteCode } from './db/transaction.js';
+import { statSync } from 'node:fs';
+import { browse, type BrowsePage, type BrowseQuery } from './browse.js';
+import { seqOf, type MessageRow, type RemovedRow, type Repository } from './db/repository.js';
+import { COMMIT_BUCKETS_MS } from './runtime/committer.js';
+import type { HistoryEntry } from './runtime/history.js';
+import { runTransaction, sqliteCode } from './db/transaction.js';
 import { SpoolError } from './errors.js';
 import type { EventBus, MessageRemovedEvent } from './events.js';
 import type { Clock } from './clock.js';
@@ -36,8 +40,45 @@ export interface SpoolStats {
   control: Record<string, QueueControlStats>;
 }
 
-/** Which dead letters requeue() sends back: one id, or every dead message (of a queue). */
-export type RequeueFilter = string | { queue?: string };
+/** Which dead letters requeue() sends back: one id, every dead message (of a queue), or these ids. */
+export type RequeueFilter = string | { queue?: string } | { ids: string[] };
+
+/** `get(id, { history: true })`: the message and its committed transitions, oldest first. */
+export type MessageWithHistory = MessageInfo & { history: HistoryEntry[] };
+
+/** Counters since the spool opened its file (`spool.telemetry()`), for metrics. */
+export interface Telemetry {
+  /** Messages stored by this handle's commits. */
+  sent: number;
+  completed: number;
+  /** Failed attempts by error code. */
+  failed: Record<string, number>;
+  dead: number;
+  /** Writes that met a database locked by another connection. */
+  storageBusy: number;
+  /** Group commits: count, summed ms, cumulative counts per upper bound `le` (ms). */
+  commit: { count: number; sumMs: number; buckets: { le: number; count: number }[] };
+  /** Sizes of the database file and its WAL, bytes (0 when absent). */
+  dbBytes: number;
+  walBytes: number;
+}
+
+/** A deleted message's timeline: why and when it went, and its transitions, oldest first. */
+export interface RemovedHistory {
+  id: string;
+  queue: string;
+  /** The state it ended in ('done', or the state it was removed from). */
+  state: string;
+  /** 'done', 'deleted', 'purged', 'swept' or 'retention'. */
+  reason: string;
+  createdAt: number;
+  /** When its row was deleted (epoch ms; a sweep's deletes: its last change). */
+  at: number;
+  history: HistoryEntry[];
+}
+
+/** Ids per remove() or requeue({ ids }) call, at most. */
+export const MAX_IDS = 10_000;
 
 /** What the operations need. */
 export interface OperationsDeps {
@@ -53,6 +94,10 @@ export interface OperationsDeps {
   control?(queues: Iterable<string>): Record<string, QueueControlStats>;
   /** A requeued message of `queue` is ready: the running supervisor may claim it. */
   requeued(queue: string): void;
+  /** Queues with a registered handler (stats lists them even when idle). */
+  registered?(): Iterable<string>;
+  /** The database file's path (telemetry reads its size). */
+  path?: string;
 }
 
 /** Rows per purge transaction: small enough that claims and sends get in between. */
@@ -92,10 +137,62 @@ export function createOperations(deps: OperationsDeps) {
     get existingMaintenance() {
       return maintenance;
     },
-    async get(id: string): Promise<MessageInfo | undefined> {
+    async get(id: string, getOptions?: { history?: boolean }): Promise<MessageInfo | MessageWithHistory | undefined> {
       if (typeof id !== 'string') throw new SpoolError('INVALID_ARGUMENT', `Expected a message id string, got ${typeof id}`);
-      const row = storage.open().repo.byId(id);
-      return row && toMessageInfo(row);
+      if (getOptions !== undefined && (getOptions === null || typeof getOptions !== 'object' || Object.keys(getOptions).some((k) => k !== 'history'))) {
+        throw new SpoolError('INVALID_ARGUMENT', 'get() options take only { history: boolean }', { details: { field: 'options' } });
+      }
+      const { repo, db } = storage.open();
+      if (getOptions?.history !== true) {
+        const row = repo.byId(id);
+        return row && toMessageInfo(row);
+      }
+      // One read transaction: the row and its timeline agree.
+      return runTransaction(db.sqlite, () => {
+        const row = repo.byId(id);
+        if (!row) return undefined;
+        return { ...toMessageInfo(row), history: repo.history(id)?.entries ?? [] };
+      }, 'deferred');
+    },
+    /** A deleted message's timeline (why it went, and when), from the history table. */
+    async removedHistory(id: string): Promise<RemovedHistory | undefined> {
+      if (typeof id !== 'string') throw new SpoolError('INVALID_ARGUMENT', `Expected a message id string, got ${typeof id}`);
+      const found = storage.open().repo.history(id);
+      return found?.removed ? { ...found.removed, id, history: found.entries } : undefined;
+    },
+    async browse(query: BrowseQuery): Promise<BrowsePage> {
+      return browse(storage.open().repo, query);
+    },
+    async remove(ids: string[]): Promise<number> {
+      const seqs = seqsOf(ids, 'remove()', storage.open().repo);
+      let total = 0;
+      for (let i = 0; i < seqs.length; i += PURGE_BATCH) {
+        const { repo } = storage.open();
+        const removed = storage.transaction(() => repo.removeSettled(seqs.slice(i, i + PURGE_BATCH)));
+        total += removed.length;
+        announceRemoved(removed, 'deleted');
+      }
+      return total;
+    },
+    telemetry(): Telemetry {
+      const opened = storage.opened;
+      const totals = opened?.repo.counters.totals;
+      const commit = opened?.committer.telemetry;
+      let cumulative = 0;
+      return {
+        sent: totals?.sent ?? 0,
+        completed: totals?.completed ?? 0,
+        failed: Object.fromEntries(totals?.failed ?? []),
+        dead: totals?.dead ?? 0,
+        storageBusy: commit?.storageBusy ?? 0,
+        commit: {
+          count: commit?.count ?? 0,
+          sumMs: commit?.sumMs ?? 0,
+          buckets: COMMIT_BUCKETS_MS.map((le, i) => ({ le, count: (cumulative += commit?.buckets[i] ?? 0) })),
+        },
+        dbBytes: fileBytes(deps.path),
+        walBytes: fileBytes(deps.path === undefined ? undefined : `${deps.path}-wal`),
+      };
     },
     async stats(): Promise<SpoolStats> {
       const { repo } = storage.open();
@@ -105,7 +202,12 @@ export function createOperations(deps: OperationsDeps) {
         queues[queue] ??= { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 };
         queues[queue][state] = n;
       }
-      const known = [...Object.keys(queues), ...Object.keys(settings.get().queues)];
+      // Every queue the spool knows is listed, idle ones with zeros: sent to or created (the
+      // queues table), configured, or with a registered handler.
+      for (const name of [...repo.queueNames(), ...Object.keys(settings.get().queues), ...(deps.registered?.() ?? [])]) {
+        queues[name] ??= { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 };
+      }
+      const known = Object.keys(queues);
       return { accepting: settings.get().accepting, queues, pools: deps.pools(), control: deps.control?.(known) ?? {} };
     },
     async dead(queue?: string, listOptions?: { limit?: number }): Promise<MessageInfo[]> {
@@ -120,17 +222,22 @@ export function createOperations(deps: OperationsDeps) {
       // An id, or a plain filter object: anything else (an undefined id, say) must not mean "all".
       const isFilter = filter !== null && typeof filter === 'object' && !Array.isArray(filter);
       if (typeof filter !== 'string' && !isFilter) {
-        throw new SpoolError('INVALID_ARGUMENT', `Expected requeue() to get a message id or { queue? }, got ${filter === null ? 'null' : typeof filter}`);
+        throw new SpoolError('INVALID_ARGUMENT', `Expected requeue() to get a message id, { queue? } or { ids }, got ${filter === null ? 'null' : typeof filter}`);
       }
-      if (isFilter && Object.keys(filter).some((key) => key !== 'queue')) {
-        throw new SpoolError('INVALID_ARGUMENT', `requeue() filters take only { queue }, got keys ${Object.keys(filter).join(', ')}`);
+      const byIds = isFilter && 'ids' in filter;
+      if (isFilter && (byIds ? Object.keys(filter).length !== 1 : Object.keys(filter).some((key) => key !== 'queue'))) {
+        throw new SpoolError('INVALID_ARGUMENT', `requeue() filters take only { queue } or { ids }, got keys ${Object.keys(filter).join(', ')}`);
       }
       const { repo } = storage.open();
-      if (typeof filter !== 'string' && filter?.queue !== undefined) assertQueueName(filter.queue);
+      const seqs = byIds ? seqsOf((filter as { ids: string[] }).ids, 'requeue({ ids })', repo) : [];
+      if (typeof filter !== 'string' && !byIds && (filter as { queue?: string }).queue !== undefined) assertQueueName((filter as { queue?: string }).queue);
+      const isDead = (row: MessageRow | undefined): row is MessageRow => row?.state === 'dead';
       const rows =
         typeof filter === 'string'
-          ? [repo.byId(filter)].filter((row): row is MessageRow => row?.state === 'dead')
-          : repo.listByState('dead', filter?.queue, 1_000_000);
+          ? [repo.byId(filter)].filter(isDead)
+          : byIds
+            ? seqs.map((seq) => repo.bySeq(seq)).filter(isDead)
+            : repo.listByState('dead', (filter as { queue?: string }).queue, 1_000_000);
       const now = clock.now();
       const moved: MessageRow[] = [];
       storage.transaction(() => {
@@ -181,6 +288,28 @@ export function createOperations(deps: OperationsDeps) {
       return ensureMaintenance().sweep();
     },
   };
+}
+
+/** The seqs of message ids (legacy UUIDs looked up); INVALID_ARGUMENT for anything but a list of ids. */
+function seqsOf(ids: unknown, call: string, repo: Repository): number[] {
+  if (!Array.isArray(ids) || ids.length > MAX_IDS || ids.some((id) => typeof id !== 'string' || id.length === 0 || id.length > 200)) {
+    throw new SpoolError('INVALID_ARGUMENT', `Expected ${call} to get an array of up to ${MAX_IDS} message id strings`, { details: { field: 'ids', max: MAX_IDS } });
+  }
+  const seqs: number[] = [];
+  for (const id of ids as string[]) {
+    const seq = seqOf(id) ?? repo.byId(id)?.seq;
+    if (seq !== undefined) seqs.push(seq);
+  }
+  return seqs;
+}
+
+function fileBytes(file: string | undefined): number {
+  if (file === undefined) return 0;
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
 }
 
 /** The operations' type. */

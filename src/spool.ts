@@ -14,7 +14,8 @@ import { SpoolError } from './errors.js';
 import { createEventBus, type SpoolEvent } from './events.js';
 import { createLifecycle, type SpoolStatus } from './lifecycle.js';
 import { createWatch } from './observe.js';
-import { createOperations, type RequeueFilter, type SpoolStats } from './operations.js';
+import { createOperations, type MessageWithHistory, type RemovedHistory, type RequeueFilter, type SpoolStats, type Telemetry } from './operations.js';
+import type { BrowsePage, BrowseQuery } from './browse.js';
 import { parseOptions, type SpoolOptions } from './options.js';
 import { createProducer } from './producer.js';
 import { createSchedules, type Schedules } from './schedules/api.js';
@@ -30,7 +31,8 @@ import { createStorage } from './storage.js';
 import type { HandlerPayload, PayloadOf, QueueMap, QueueName } from './typed-queues.js';
 import { assertQueueName, type SendOptions } from './validate.js';
 
-export type { QueueCounts, RequeueFilter, SpoolStats } from './operations.js';
+export type { QueueCounts, RequeueFilter, SpoolStats, MessageWithHistory, RemovedHistory, Telemetry } from './operations.js';
+export type { BrowsePage, BrowseQuery } from './browse.js';
 export type { SpoolStatus } from './lifecycle.js';
 
 /** The embedding application's handle on one spool file. */
@@ -43,8 +45,17 @@ export interface Spool<Q extends QueueMap = QueueMap> {
   send<K extends QueueName<Q>>(queue: K, payload: PayloadOf<Q, K>, options?: SendOptions): Promise<string>;
   /** Stores every payload in one transaction, or none; resolves with the ids in order. */
   sendBatch<K extends QueueName<Q>>(queue: K, payloads: readonly PayloadOf<Q, K>[], options?: SendOptions): Promise<string[]>;
-  /** A message by id; undefined once done and deleted. */
-  get(id: string): Promise<MessageInfo | undefined>;
+  /** A message by id; undefined once done and deleted. With `{ history: true }`, its committed transitions too. */
+  get(id: string, options: { history: true }): Promise<MessageWithHistory | undefined>;
+  get(id: string, options?: { history?: boolean }): Promise<MessageInfo | undefined>;
+  /** The timeline of a message whose row was deleted (done, purged, swept), while history retention keeps it. */
+  removedHistory(id: string): Promise<RemovedHistory | undefined>;
+  /** A filtered page of messages, newest first, keyset-paged (`cursor` of the previous page). */
+  browse(query: BrowseQuery): Promise<BrowsePage>;
+  /** Deletes pending, dead and done messages by id (never in flight); resolves with how many. */
+  remove(ids: string[]): Promise<number>;
+  /** Counters since this handle opened its file: sent, completed, failed by code, dead, busy tries, commit timings, file sizes. */
+  telemetry(): Telemetry;
   /** Counts per queue and state, pool limits and use. */
   stats(): Promise<SpoolStats>;
   /** Dead letters, oldest first. */
@@ -100,7 +111,7 @@ export function createSpool<Q extends QueueMap = QueueMap>(options: SpoolOptions
   const { clock } = opts;
   const bus = createEventBus(() => clock.now());
   const consumers = new Map<string, Handler>();
-  const storage = createStorage(opts, bus);
+  const storage = createStorage(opts, bus, () => settings.get().history.enabled);
   const directory = createQueueDirectory(() => storage.open().queues, () => settings.get(), () => clock.now());
   const settings = createSettingsStore({
     config: opts.config,
@@ -124,6 +135,8 @@ export function createSpool<Q extends QueueMap = QueueMap>(options: SpoolOptions
     clock,
     directory,
     pools: () => lifecycle.ensureSupervisor().pools(),
+    registered: () => consumers.keys(),
+    path: opts.path,
     requeued: (queue) => {
       lifecycle.supervisor?.noteSent(queue, null);
       pull.ready(queue);
@@ -167,7 +180,11 @@ export function createSpool<Q extends QueueMap = QueueMap>(options: SpoolOptions
     send: (queue, payload, sendOptions) => producer.send(queue, payload, sendOptions),
     // Validated inside (a non-array is INVALID_ARGUMENT), so passed on as it came.
     sendBatch: (queue, payloads, sendOptions) => producer.sendBatch(queue, payloads as unknown[], sendOptions),
-    get: (id) => operations.get(id),
+    get: ((id: string, getOptions?: { history?: boolean }) => operations.get(id, getOptions)) as Spool['get'],
+    removedHistory: (id) => operations.removedHistory(id),
+    browse: (query) => operations.browse(query),
+    remove: (ids) => operations.remove(ids),
+    telemetry: () => operations.telemetry(),
     stats: () => operations.stats(),
     dead: (queue, listOptions) => operations.dead(queue, listOptions),
     requeue: (filter: RequeueFilter) => operations.requeue(filter),

@@ -37,8 +37,8 @@ export interface Storage {
   close(): void;
 }
 
-/** Creates the storage for `opts.path`; nothing is opened yet. */
-export function createStorage(opts: ResolvedOptions, bus: EventBus): Storage {
+/** Creates the storage for `opts.path`; nothing is opened yet. `history` tells whether transitions are recorded now. */
+export function createStorage(opts: ResolvedOptions, bus: EventBus, history?: () => boolean): Storage {
   let opened: OpenStorage | undefined;
   let closed = false;
 
@@ -46,7 +46,7 @@ export function createStorage(opts: ResolvedOptions, bus: EventBus): Storage {
     if (closed) throw new SpoolError('CLOSED', 'The spool is closed');
     if (!opened) {
       const db = openDatabase(opts.path, opts.durability);
-      const repo = createRepository(db);
+      const repo = createRepository(db, { history });
       opened = { db, repo, queues: createQueuesRepository(db, repo.counters), committer: createCommitter(db.sqlite, bus, opts.clock, () => db.intact()) };
     }
     return opened;

@@ -140,6 +140,8 @@ export interface HistoryEntry {
 
 export interface MessageDetail extends MessageInfo {
   history: HistoryEntry[];
+  /** Set when the row is gone (done and deleted): only its timeline is kept, for history.retentionMs. */
+  removed?: { reason: string; at: number };
 }
 
 export interface Explained {

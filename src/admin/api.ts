@@ -286,8 +286,12 @@ export function createApiRoutes(source: AdminSource, recorder: SeriesRecorder, o
     route('GET', '/messages/:id', async ({ params }) => {
       const id = decode(params[0]);
       const message = await source.get(id, { history: true });
-      if (!message) throw new HttpError(404, 'MESSAGE_NOT_FOUND', `No message with id ${JSON.stringify(id)} (it may be done and deleted)`, { id });
-      return message;
+      if (message) return message;
+      // Done and deleted: while history retention keeps it, its timeline still answers (200,
+      // `removed` set, no payload); past that, 404.
+      const gone = await source.removedHistory(id);
+      if (!gone) throw new HttpError(404, 'MESSAGE_NOT_FOUND', `No message with id ${JSON.stringify(id)} (it may be done and deleted)`, { id });
+      return { id: gone.id, queue: gone.queue, state: gone.state, createdAt: gone.createdAt, removed: { reason: gone.reason, at: gone.at }, history: gone.history };
     }),
     route('POST', '/messages/:id/requeue', async ({ params, body }) => {
       onlyKeys(objectBody(await body(), 'the body'), [], 'requeue');

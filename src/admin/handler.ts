@@ -26,7 +26,7 @@ export interface AdminHandler {
 }
 
 /**
- * Creates the admin handler over a spool.
+ * Creates the admin handler over a spool (any object with the Spool methods it uses, AdminSource).
  * @example
  * const admin = createAdminHandler(spool, { token: process.env.ADMIN_TOKEN });
  * http.createServer(admin).listen(9325, '127.0.0.1');

@@ -1,6 +1,6 @@
 /** HTTP plumbing of the admin handler: JSON bodies in and out, and errors as coded JSON. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isSpoolError } from '../index.js';
+import { isSpoolError } from '../errors.js';
 
 /** The largest JSON body a change may carry, bytes. */
 export const MAX_BODY_BYTES = 1 << 20;

@@ -1,5 +1,5 @@
 /** The admin handler's options and their defaults, in one place. */
-import { SpoolError } from '../index.js';
+import { SpoolError } from '../errors.js';
 
 /** Options of createAdminHandler. */
 export interface AdminHandlerOptions {

@@ -7,9 +7,11 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import { createSpool, SpoolError, type SpoolOptions } from '../index.js';
+// Direct module imports, not '../index.js': index.ts exports this module (no import cycle).
+import { SpoolError } from '../errors.js';
+import type { SpoolOptions } from '../options.js';
+import { createSpool } from '../spool.js';
 import { createAdminHandler, type AdminHandler } from './handler.js';
-import { withInterimSeams } from './interim-adapter.js';
 import type { AdminHandlerOptions } from './options.js';
 import type { AdminSource } from './source.js';
 
@@ -99,10 +101,5 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const { db, config, ...rest } = options;
   if (!existsSync(db)) throw new SpoolError('INVALID_ARGUMENT', `There is no spool database at ${resolve(db)}`);
   const spool = createSpool({ path: db, ...(config === undefined ? {} : { config }) });
-  // TEMPORARY until the core seams land: then pass `spool` itself.
-  const source = withInterimSeams(spool, { path: db });
-  return serveAdmin(source, { ...rest, detached: true }, async () => {
-    source.close();
-    await spool.close();
-  });
+  return serveAdmin(spool, { ...rest, detached: true }, () => spool.close());
 }

@@ -6,7 +6,7 @@
  * every event.
  */
 import { toDirectedGraph, type DirectedGraphNode } from 'xstate/graph';
-import { messageMachine } from '../index.js';
+import { messageMachine } from '../../machines/message.machine.js';
 
 /** A state box, in SVG user units. */
 export interface ChartNode {

@@ -57,6 +57,13 @@ Serving:
       handed out (default: the request's Host). --auth-keys names a JSON file {"AKID": "secret"}:
       only requests signed (SigV4) with one of those keys are served. Creates the file if missing.
 
+Dashboard:
+  spool admin --db <file> [--config <file>] [--port 9325] [--host 127.0.0.1] [--token <t>] [--read-only]
+      Serves the dashboard (/admin/), its JSON API and SSE stream, and /metrics for the file,
+      until SIGINT or SIGTERM. Prints {"url": "..."} once it listens. With --token every request
+      needs it (Authorization: Bearer, or ?token= on the page's URL); --read-only refuses every
+      change. Pool use and live events come only from the process that runs the spool.
+
 The other commands take no owner lock: they work while another process runs the spool on that
 file, which picks a change up within one processor.pollIntervalMs. Only settings update and serve
 create a missing file; the others refuse it. requeue and purge of many rows show a progress bar on stderr
@@ -90,7 +97,8 @@ export type CliCommand =
   | { name: 'schedules list'; db: string; config?: string }
   | { name: 'schedules upsert'; db: string; config?: string; schedule: string; spec: string }
   | { name: 'schedules remove'; db: string; config?: string; schedule: string }
-  | { name: 'serve'; db: string; config?: string; host: string; port: number; publicUrl?: string; region?: string; authKeys?: string };
+  | { name: 'serve'; db: string; config?: string; host: string; port: number; publicUrl?: string; region?: string; authKeys?: string }
+  | { name: 'admin'; db: string; config?: string; port: number; host: string; token?: string; readOnly: boolean };
 
 /** A command that works on a database file (every command but help and version). */
 export type DbCommand = Exclude<CliCommand, { name: 'help' | 'version' }>;
@@ -119,6 +127,8 @@ const OPTIONS = {
   'public-url': { type: 'string' },
   region: { type: 'string' },
   'auth-keys': { type: 'string' },
+  token: { type: 'string' },
+  'read-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -140,6 +150,7 @@ const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[
   'schedules upsert': { options: ['db', 'config'], args: ['<name>', '<json spec>'] },
   'schedules remove': { options: ['db', 'config'], args: ['<name>'] },
   serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys'], args: [] },
+  admin: { options: ['db', 'config', 'port', 'host', 'token', 'read-only'], args: [] },
 };
 
 /** Commands with subcommands: `spool settings get`, `spool schedules list`. */
@@ -244,6 +255,18 @@ export function parseCli(argv: string[]): CliCommand {
         ...(values.region === undefined ? {} : { region: values.region }),
         ...(values['auth-keys'] === undefined ? {} : { authKeys: values['auth-keys'] }),
       };
+    case 'admin': {
+      if (values.host === '') throw new UsageError('Expected --host to name an interface, got ""');
+      if (values.token === '') throw new UsageError('Expected --token to be a non-empty string');
+      return {
+        name,
+        ...common,
+        port: values.port === undefined ? 9325 : parsePort(values.port),
+        host: values.host ?? '127.0.0.1',
+        ...(values.token === undefined ? {} : { token: values.token }),
+        readOnly: values['read-only'] ?? false,
+      };
+    }
   }
 }
 

@@ -52,6 +52,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 1;
   }
 
+  if (command.name === 'admin') return runAdmin(command, io);
+
   let spool: Spool | undefined;
   let status = 0;
   try {
@@ -77,6 +79,47 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
   }
   return status;
+}
+
+/**
+ * `spool admin`: serves the dashboard until SIGINT or SIGTERM, then closes the server and the
+ * spool (never started: no owner lock) and resolves 0.
+ */
+async function runAdmin(command: Extract<CliCommand, { name: 'admin' }>, io: CliIo): Promise<number> {
+  const { startAdminServer } = await import('../admin/server.js');
+  let server: Awaited<ReturnType<typeof startAdminServer>>;
+  try {
+    server = await startAdminServer({
+      db: command.db,
+      port: command.port,
+      host: command.host,
+      readOnly: command.readOnly,
+      ...(command.config === undefined ? {} : { config: command.config }),
+      ...(command.token === undefined ? {} : { token: command.token }),
+    });
+  } catch (error) {
+    io.stderr(`${describeError(error)}\n`);
+    return 1;
+  }
+  io.stdout(`${JSON.stringify({ url: server.url })}\n`);
+  io.stderr(`spool admin: serving ${resolve(command.db)} at ${server.url}${command.token === undefined ? '' : '?token=…'}${command.readOnly ? ' (read-only)' : ''}; Ctrl-C stops it\n`);
+  await new Promise<void>((stopped) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      stopped();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  try {
+    await server.close();
+  } catch (error) {
+    io.stderr(`${describeError(error)}\n`);
+    return 1;
+  }
+  io.stderr('spool admin: stopped\n');
+  return 0;
 }
 
 /** `CODE: message`, the same coded message the API throws. */

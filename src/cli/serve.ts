@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSpool, createSqsServer, SpoolError, type Spool, type SqsServer } from '../index.js';
+import { createAdminHandler } from '../admin/handler.js';
 import type { CliCommand } from './args.js';
 import type { CliIo } from './run.js';
 
@@ -91,22 +92,18 @@ function readAuthKeys(path: string): Record<string, string> {
 
 /**
  * The admin dashboard, API and metrics beside SQS on the same port (under /admin/ and /metrics).
- * The admin module is being reworked: this is the one place that builds it for serve, and serve
- * runs without it (saying so) if it cannot be built.
+ * Serve runs without it (saying so) if it cannot be built.
  */
 async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promise<{ handle: (req: IncomingMessage, res: ServerResponse) => void; close(): void } | undefined> {
   try {
-    const [{ createAdminHandler }, { withInterimSeams }] = await Promise.all([import('../admin/handler.js'), import('../admin/interim-adapter.js')]);
-    const source = withInterimSeams(spool, { path: command.db });
     // On loopback, only loopback Host headers reach the admin API (a rebound DNS name does not).
     const loopback = ['127.0.0.1', 'localhost', '[::1]'];
     const onLoopback = loopback.includes(command.host) || command.host === '::1';
-    const handler = createAdminHandler(source, onLoopback ? { allowedHosts: loopback } : {});
+    const handler = createAdminHandler(spool, onLoopback ? { allowedHosts: loopback } : {});
     return {
       handle: (req, res) => handler(req, res),
       close() {
         handler.close();
-        source.close();
       },
     };
   } catch (error) {

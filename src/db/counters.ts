@@ -29,6 +29,20 @@ export interface Counters {
   pending(queue: string, state: MessageState): number;
   /** The seq for the next new message (inside a write transaction). */
   nextSeq(): number;
+  /** Counts a committed outcome for telemetry (kept in memory only, with the transaction). */
+  tally(outcome: 'sent' | 'completed' | 'dead'): void;
+  /** Counts a failed attempt with its error code, for telemetry. */
+  failed(code: string): void;
+  /** What this connection's committed transactions did since it opened (telemetry). */
+  readonly totals: OutcomeTotals;
+}
+
+/** Messages sent, completed, dead, and failed attempts by code, over committed transactions. */
+export interface OutcomeTotals {
+  sent: number;
+  completed: number;
+  dead: number;
+  failed: Map<string, number>;
 }
 
 /** The counters name of a queue's arrivals (under scope ''; queue names never hold a colon). */
@@ -43,6 +57,12 @@ interface Pending {
   lastSeq: number | null;
   /** queue → rows that entered pending in this transaction. */
   arrivals: Map<string, number>;
+  /** Outcomes of this transaction, added to the totals at its commit. */
+  sent: number;
+  completed: number;
+  dead: number;
+  /** Failed attempts by code; null until the first (most transactions have none). */
+  failed: Map<string, number> | null;
 }
 
 /** Attaches the counters to a connection. */
@@ -53,11 +73,13 @@ export function attachCounters(sqlite: Database.Database): Counters {
   const readLastSeq = sqlite
     .prepare(`SELECT max(coalesce((SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'), 0), coalesce((SELECT max(seq) FROM messages), 0))`)
     .pluck();
-  let pending: Pending = { deltas: new Map(), lastSeq: null, arrivals: new Map() };
+  const fresh = (): Pending => ({ deltas: new Map(), lastSeq: null, arrivals: new Map(), sent: 0, completed: 0, dead: 0, failed: null });
+  let pending: Pending = fresh();
   let dirty = false;
+  const totals: OutcomeTotals = { sent: 0, completed: 0, dead: 0, failed: new Map() };
 
   const reset = () => {
-    pending = { deltas: new Map(), lastSeq: null, arrivals: new Map() };
+    pending = fresh();
     dirty = false;
   };
 
@@ -67,6 +89,12 @@ export function attachCounters(sqlite: Database.Database): Counters {
       for (const [queue, states] of pending.deltas) for (const [state, n] of states) if (n !== 0) upsert.run(queue, state, n);
       if (pending.lastSeq !== null) setLastSeq.run(pending.lastSeq);
       for (const [queue, n] of pending.arrivals) upsert.run('', arrivalsName(queue), n);
+      // Counted here, the last step before COMMIT: a commit that then fails is rare enough
+      // (IOERR, a full disk at the journal's last page) that telemetry may over-count it.
+      totals.sent += pending.sent;
+      totals.completed += pending.completed;
+      totals.dead += pending.dead;
+      if (pending.failed) for (const [code, n] of pending.failed) totals.failed.set(code, (totals.failed.get(code) ?? 0) + n);
       reset();
     },
     rolledBack: reset,
@@ -74,7 +102,8 @@ export function attachCounters(sqlite: Database.Database): Counters {
       if (!dirty) return null;
       const deltas = new Map<string, Map<MessageState, number>>();
       for (const [queue, states] of pending.deltas) deltas.set(queue, new Map(states));
-      return { deltas, lastSeq: pending.lastSeq, arrivals: new Map(pending.arrivals) };
+      const { sent, completed, dead } = pending;
+      return { deltas, lastSeq: pending.lastSeq, arrivals: new Map(pending.arrivals), sent, completed, dead, failed: pending.failed && new Map(pending.failed) };
     },
     restore(mark) {
       if (mark === null) return reset();
@@ -101,5 +130,15 @@ export function attachCounters(sqlite: Database.Database): Counters {
       dirty = true;
       return pending.lastSeq;
     },
+    tally(outcome) {
+      pending[outcome] += 1;
+      dirty = true;
+    },
+    failed(code) {
+      pending.failed ??= new Map();
+      pending.failed.set(code, (pending.failed.get(code) ?? 0) + 1);
+      dirty = true;
+    },
+    totals,
   };
 }

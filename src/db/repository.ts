@@ -10,6 +10,7 @@ import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
 import { arrivalsName, attachCounters } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
+import { decodeTimeline, encodeEntry, type HistoryEntry } from '../runtime/history.js';
 
 /** A row as the runtime reads it: the machine's context column by column. */
 export interface MessageRow {
@@ -86,6 +87,33 @@ export interface RowTransition {
   leaseToken: string | null;
   owner: string | null;
   now: number;
+  /** The error code of the failure that caused this transition (kept in the message history). */
+  code?: string;
+  /** A state the machine passed through in the same step (a claim's activating), for the history. */
+  via?: MessageState;
+}
+
+/** How a deleted row's timeline ends, for the message history. */
+export interface RowEnd {
+  /** The state the deletion means ('done' at completion); the row's own state when absent. */
+  to?: MessageState;
+  attempt: number;
+  at: number;
+  /** Why the row went: 'done', 'deleted', 'purged', 'swept', 'retention'. */
+  reason: string;
+}
+
+/** What the repository needs besides the database. */
+export interface RepositoryOptions {
+  /** Whether transitions are recorded in the message history now (the `history.enabled` setting). */
+  history?: () => boolean;
+}
+
+/** A message's timeline: from its row, or, once the row is gone, from the history table. */
+export interface StoredHistory {
+  entries: HistoryEntry[];
+  /** Set once the row was deleted: why, the state it was in, and its queue. */
+  removed?: { reason: string; state: string; queue: string; createdAt: number; at: number };
 }
 
 /** The public id of a row. */
@@ -126,8 +154,9 @@ export const ABANDONED = 'stopped';
 const LIVE: MessageState[] = ['pending', 'activating', 'processing'];
 
 /** Creates the repository over an open database. */
-export function createRepository(db: DbHandle) {
+export function createRepository(db: DbHandle, options: RepositoryOptions = {}) {
   const { sqlite, orm } = db;
+  const recording = options.history ?? (() => false);
   const deltas = attachCounters(sqlite);
   /** A group's next live message heads it; a pending one becomes claimable (an arrival for waiters). */
   const promoteGroup = (queue: string, group: string) => {
@@ -135,8 +164,8 @@ export function createRepository(db: DbHandle) {
   };
   const insert = sqlite.prepare(
     `INSERT INTO messages (seq, queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
-       last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for)
-     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for, history)
+     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'activating', 'processing') DO NOTHING`,
   );
   const groupHeadOf = sqlite
@@ -166,7 +195,8 @@ export function createRepository(db: DbHandle) {
   const write = sqlite.prepare(
     `UPDATE messages SET state = ?, failures = ?, attempt = ?, deliveries = ?, crashes = ?, visible_at = ?,
        lease_expires_at = ?, last_error = ?, ready = ?, lease_token = ?, owner = ?, finished_at = ?, updated_at = ?,
-       first_delivered_at = coalesce(first_delivered_at, ?)
+       first_delivered_at = coalesce(first_delivered_at, ?),
+       history = CASE WHEN ? IS NULL THEN history ELSE coalesce(history || ',', '') || ? END
      WHERE seq = ? AND state = ? AND lease_token IS ?`,
   );
   const promoteHead = sqlite.prepare(
@@ -205,11 +235,28 @@ export function createRepository(db: DbHandle) {
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
   const statements = new Map<string, Database.Statement>();
   const abandon = sqlite.prepare(`UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
-  const remove = sqlite.prepare('DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?');
+  const remove = sqlite.prepare('DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ? RETURNING history, legacy_id, created_at').raw();
   const removeLeased = sqlite.prepare(
     `DELETE FROM messages WHERE seq = ? AND state = 'processing' AND lease_token = ?
-       RETURNING coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, grp, attempt`,
+       RETURNING coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, grp, attempt, history, created_at AS createdAt`,
   );
+  // One row per deleted message that had a timeline; seqs are never reused, REPLACE only guards.
+  const archive = sqlite.prepare(
+    'INSERT OR REPLACE INTO message_history (seq, id, queue, state, reason, timeline, created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const historyOfRow = sqlite.prepare('SELECT history FROM messages WHERE seq = ?').pluck();
+  const archivedBySeq = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE seq = ?');
+  const archivedById = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE id = ?');
+  const sweepHistory = sqlite.prepare(
+    'DELETE FROM message_history WHERE seq IN (SELECT seq FROM message_history WHERE finished_at < ? ORDER BY finished_at LIMIT ?)',
+  );
+  /** Moves a deleted row's timeline (if it has one) to the history table, ended by `end`. */
+  const archiveRow = (seq: number, id: string, queue: string, state: MessageState, history: string | null, createdAt: number, end: RowEnd) => {
+    if (history === null) return;
+    const to = end.to ?? state;
+    const timeline = to === state ? history : `${history},${encodeEntry(end.at, state, to, end.attempt)}`;
+    archive.run(seq, id, queue, to, end.reason, timeline, createdAt, end.at);
+  };
   // The push runtime's own rows (owner null, or 'stopped' when a graceful stop abandoned them):
   // a pull consumer's lease keeps its deadline across the owner's restart.
   const inflight = sqlite.prepare(
@@ -222,6 +269,8 @@ export function createRepository(db: DbHandle) {
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
 
   /** Deletes the rows `select` picks (seqs), returning them, with their count deltas. */
+  // A deleted message's timeline goes with it (a purge must free its space): only a message that
+  // completes (its row deleted at done) keeps its timeline, in message_history (archiveRow).
   function deleteReturning(seqs: number[], also?: SQL): RemovedRow[] {
     if (seqs.length === 0) return [];
     const removed = orm
@@ -266,9 +315,11 @@ export function createRepository(db: DbHandle) {
         row.sourceQueue ?? null,
         row.schedule ?? null,
         row.scheduledFor ?? null,
+        recording() ? encodeEntry(row.now, null, 'pending', c.attempt) : null,
       );
       if (info.changes !== 1) return undefined;
       deltas.add(row.queue, 'pending', 1);
+      deltas.tally('sent');
       return seq;
     },
     /** The id of the live message holding `key` in `queue`. */
@@ -306,6 +357,11 @@ export function createRepository(db: DbHandle) {
     write(t: RowTransition): boolean {
       const c = t.context;
       const done = t.state === 'dead' || t.state === 'done';
+      const entry = !recording()
+        ? null
+        : t.via === undefined
+          ? encodeEntry(t.now, t.expectState, t.state, c.attempt, t.code)
+          : `${encodeEntry(t.now, t.expectState, t.via, c.attempt)},${encodeEntry(t.now, t.via, t.state, c.attempt, t.code)}`;
       const changed =
         write.run(
           t.state,
@@ -322,13 +378,17 @@ export function createRepository(db: DbHandle) {
           done ? t.now : null,
           t.now,
           t.handedOut ? t.now : null,
+          entry,
+          entry,
           t.seq,
           t.expectState,
           t.expectToken,
         ).changes === 1;
+      if (changed && t.code !== undefined) deltas.failed(t.code);
       if (changed && t.state !== t.expectState) {
         deltas.add(t.queue, t.expectState, -1);
         deltas.add(t.queue, t.state, 1);
+        if (done) deltas.tally(t.state === 'done' ? 'completed' : 'dead');
         if (t.group != null && !LIVE.includes(t.state)) promoteGroup(t.queue, t.group);
       }
       return changed;
@@ -337,25 +397,56 @@ export function createRepository(db: DbHandle) {
     markAbandoned(seq: number, token: string): boolean {
       return abandon.run(seq, token).changes === 1;
     },
-    /** Deletes a row if still in `state` under `token`; false when stale. */
-    remove(seq: number, queue: string, state: MessageState, token: string | null, group: string | null = null): boolean {
-      const removed = remove.run(seq, state, token).changes === 1;
-      if (removed) {
-        deltas.add(queue, state, -1);
-        if (group !== null && LIVE.includes(state)) promoteGroup(queue, group);
-      }
-      return removed;
+    /** Deletes a row if still in `state` under `token` (its timeline ended by `end`); false when stale. */
+    remove(seq: number, queue: string, state: MessageState, token: string | null, group: string | null, end: RowEnd): boolean {
+      const row = remove.get(seq, state, token) as [string | null, string | null, number] | undefined;
+      if (row === undefined) return false;
+      deltas.add(queue, state, -1);
+      if (end.reason === 'done') deltas.tally('completed');
+      if (group !== null && LIVE.includes(state)) promoteGroup(queue, group);
+      archiveRow(seq, idOf(seq, row[1]), queue, state, row[0], row[2], end);
+      return true;
     },
     /**
      * Deletes a processing row if `token` still holds it (an ended lease, kept nowhere) in one
      * statement: what it was, or undefined for a stale token.
      */
-    removeLeased(seq: number, token: string): { id: string; queue: string; grp: string | null; attempt: number } | undefined {
-      const row = removeLeased.get(seq, token) as { id: string; queue: string; grp: string | null; attempt: number } | undefined;
+    removeLeased(seq: number, token: string, now: number): { id: string; queue: string; grp: string | null; attempt: number } | undefined {
+      const row = removeLeased.get(seq, token) as
+        | { id: string; queue: string; grp: string | null; attempt: number; history: string | null; createdAt: number }
+        | undefined;
       if (!row) return undefined;
       deltas.add(row.queue, 'processing', -1);
+      deltas.tally('completed');
       if (row.grp !== null) promoteGroup(row.queue, row.grp);
-      return row;
+      archiveRow(seq, row.id, row.queue, 'processing', row.history, row.createdAt, { to: 'done', attempt: row.attempt, at: now, reason: 'done' });
+      return { id: row.id, queue: row.queue, grp: row.grp, attempt: row.attempt };
+    },
+    /** A message's timeline, oldest first: from its row, or from the history table once it is gone. */
+    history(id: string): StoredHistory | undefined {
+      const seq = seqOf(id);
+      const live = seq === undefined ? byLegacyId.get(id) as MessageRow | undefined : undefined;
+      const rowSeq = seq ?? live?.seq;
+      if (rowSeq !== undefined) {
+        const text = historyOfRow.get(rowSeq) as string | null | undefined;
+        if (text !== undefined) return { entries: decodeTimeline(text) };
+      }
+      const gone = (seq === undefined ? archivedById.get(id) : archivedBySeq.get(seq)) as
+        | { id: string; queue: string; state: string; reason: string; timeline: string; createdAt: number; finishedAt: number }
+        | undefined;
+      if (!gone) return undefined;
+      return {
+        entries: decodeTimeline(gone.timeline),
+        removed: { reason: gone.reason, state: gone.state, queue: gone.queue, createdAt: gone.createdAt, at: gone.finishedAt },
+      };
+    },
+    /** Deletes up to `limit` history rows of messages gone before `before`; how many. */
+    sweepHistory(before: number, limit: number): number {
+      return sweepHistory.run(before, limit).changes;
+    },
+    /** Deletes the messages `seqs` that are pending, dead or done (never in flight); returns them. */
+    removeSettled(seqs: number[]): RemovedRow[] {
+      return deleteReturning(seqs, inArray(messages.state, ['pending', 'dead', 'done']));
     },
     /** In-flight rows whose pull lease ran out by `now`, oldest deadline first. */
     expiredLeases(now: number, limit: number): MessageRow[] {

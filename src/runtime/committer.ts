@@ -52,8 +52,24 @@ export const FAILURE_RETRY_MS = 100;
 export const MAX_CHAINED = 8;
 const MICROTASK = Symbol('microtask');
 
+/** Upper bounds (ms) of the group-commit duration histogram buckets. */
+export const COMMIT_BUCKETS_MS = [0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000] as const;
+
+/** What the committer counted since it was made (telemetry). */
+export interface CommitTelemetry {
+  /** Group transactions that committed, and their summed duration in ms. */
+  count: number;
+  sumMs: number;
+  /** Per COMMIT_BUCKETS_MS bound, the commits that took at most that long (not cumulative). */
+  buckets: number[];
+  /** Writes that met a locked database (each try counts). */
+  storageBusy: number;
+}
+
 /** The group committer. */
 export interface Committer {
+  /** Commit count, durations and busy tries since it was made. */
+  readonly telemetry: CommitTelemetry;
   enqueue<T>(op: Op<T>): void;
   /** Asks for a group transaction even with no queued ops (to run the hook). */
   wake(): void;
@@ -103,6 +119,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   let held = false;
   /** True while a flush (and the callbacks of its commit) runs. */
   let flushing = false;
+  const telemetry: CommitTelemetry = { count: 0, sumMs: 0, buckets: COMMIT_BUCKETS_MS.map(() => 0), storageBusy: 0 };
 
   /**
    * When to commit. A write from the caller's own code (a send, not a write made by the
@@ -173,6 +190,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     let results: unknown[];
     let hookResult: unknown;
     let hookError: unknown;
+    const started = performance.now();
     try {
       results = runTransaction(sqlite, () => {
         const out = ops.map((op) => op.run());
@@ -199,6 +217,13 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
       failLost(ops);
       return settleIdle();
     }
+    const tookMs = performance.now() - started;
+    telemetry.count += 1;
+    telemetry.sumMs += tookMs;
+    let bucket = 0;
+    while (bucket < COMMIT_BUCKETS_MS.length && tookMs > COMMIT_BUCKETS_MS[bucket]!) bucket++;
+    // Slower than the last bound: counted in count and sumMs only (the +Inf bucket).
+    if (bucket < telemetry.buckets.length) telemetry.buckets[bucket]! += 1;
     busySince = undefined;
     busyRetries = 0;
     groupFailing = false;
@@ -243,6 +268,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     if (isBusy(error)) {
       busySince ??= clock.now();
       busyRetries += 1;
+      telemetry.storageBusy += 1;
       events.emit({ type: 'storage.busy', retries: busyRetries, at: clock.now() });
       const giveUp = clock.now() - busySince > BUSY_GIVE_UP_MS;
       const keep = giveUp ? rejectSends(ops, new SpoolError('STORAGE_BUSY', `The database stayed locked by another connection for over ${BUSY_GIVE_UP_MS} ms`, { cause: error })) : ops;
@@ -337,6 +363,7 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   }
 
   return {
+    telemetry,
     enqueue(op) {
       if (closed) {
         op.failed?.(new SpoolError('CLOSED', 'The spool is closed'));

@@ -184,7 +184,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
       const keep = settings.get().retention.doneMs > 0;
       const ok = keep
         ? repo.write({ ...transitionRow(row, { state: 'processing', token }, next, { token: null, owner: null }, now), group: row.grp })
-        : repo.remove(row.seq, row.queue, 'processing', token, row.grp);
+        : repo.remove(row.seq, row.queue, 'processing', token, row.grp, { to: 'done', attempt: next.context.attempt, at: now, reason: 'done' });
       if (!ok) return undefined;
       log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'processing', to: 'done', attempt: next.context.attempt });
       return row;
@@ -199,7 +199,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
    */
   function completeLease(seq: number, token: string, now: number, log: Announcement[]): { id: string; queue: string } | undefined {
     if (settings.get().retention.doneMs > 0) return settleLease(seq, token, () => 'complete', now, log);
-    const row = repo.removeLeased(seq, token);
+    const row = repo.removeLeased(seq, token, now);
     if (row) log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'processing', to: 'done', attempt: row.attempt });
     return row;
   }

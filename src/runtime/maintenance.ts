@@ -180,13 +180,14 @@ export function createMaintenance(deps: {
   }
 
   function plan(): SweepPlan {
-    const { retention } = settings.get();
+    const { retention, history } = settings.get();
     const now = clock.now();
     // doneMs 0 deletes at completion; a row kept anyway (retention changed since) goes now.
     return {
       doneBefore: now - retention.doneMs + (retention.doneMs === 0 ? 1 : 0),
       deadBefore: retention.deadMs === null ? null : now - retention.deadMs,
       expire: (deps.retentions?.() ?? []).map(({ queue, retentionMs }) => ({ queue, before: now - retentionMs })),
+      historyBefore: now - history.retentionMs,
     };
   }
 

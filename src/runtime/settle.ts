@@ -52,7 +52,7 @@ export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
         const log: Announcement[] = [];
         if (to === 'done') crashPoint('complete.beforeCommit');
         if (to === 'done' && !keepDone) {
-          const ok = repo.remove(entry.seq, entry.queue, 'processing', entry.token, entry.grp);
+          const ok = repo.remove(entry.seq, entry.queue, 'processing', entry.token, entry.grp, { to: 'done', attempt: next.context.attempt, at: now, reason: 'done' });
           if (ok) log.push({ kind: 'state', id: entry.id, queue: entry.queue, from: 'processing', to: 'done', attempt: next.context.attempt });
           return { ok, log };
         }

@@ -28,6 +28,8 @@ export interface SweepPlan {
   deadBefore: number | null;
   /** Queues whose messages sent before `before` expire in any state, in flight too (SQS retention). */
   expire: { queue: string; before: number }[];
+  /** Timelines of deleted messages gone before this are dropped from the message history. */
+  historyBefore?: number;
 }
 
 /** What a sweep did. */
@@ -104,6 +106,17 @@ export async function runSweep(
       await io.pause(last);
     }
   }
+  let historyDeleted = 0;
+  if (plan.historyBefore !== undefined) {
+    const before = plan.historyBefore;
+    // Not messages: neither counted in `deleted` nor announced.
+    for (;;) {
+      const n = await timed(() => runTransaction(sqlite, () => repo.sweepHistory(before, SWEEP_BATCH)));
+      historyDeleted += n;
+      if (n < SWEEP_BATCH) break;
+      await io.pause(last);
+    }
+  }
   let freedPages = 0;
   for (let free = repo.freePages(); free > 0; free = repo.freePages()) {
     const step = Math.min(free, VACUUM_STEP_PAGES);
@@ -114,7 +127,7 @@ export async function runSweep(
     await timed(() => repo.checkpointPassive());
     await io.pause(last);
   }
-  if (freedPages > 0 || deleted > 0) {
+  if (freedPages > 0 || deleted > 0 || historyDeleted > 0) {
     // Copy first (no lock needed), so that the truncation, which waits for writers, is brief.
     await timed(() => repo.checkpointPassive());
     await io.pause(last);

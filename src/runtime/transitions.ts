@@ -49,7 +49,8 @@ export function applyTransition(
   lease: { token: string | null; owner: string | null; handedOut?: boolean } = { token: null, owner: null },
 ): MessageMachineState | undefined {
   const next = machine.step(from, event);
-  const ok = repo.write({ ...transitionRow(row, { state: from.value, token }, next, lease, now), group: row.grp, handedOut: lease.handedOut ?? false });
+  const code = event.type === 'FAIL' || event.type === 'REJECT' ? event.error.code : undefined;
+  const ok = repo.write({ ...transitionRow(row, { state: from.value, token }, next, lease, now), group: row.grp, handedOut: lease.handedOut ?? false, code });
   if (!ok) return undefined;
   if (event.type === 'FAIL' || event.type === 'REJECT') log.push({ kind: 'error', id: row.id, queue: row.queue, error: event.error });
   log.push({ kind: 'state', id: row.id, queue: row.queue, from: from.value, to: next.value, attempt: next.context.attempt });

@@ -119,6 +119,14 @@ export const settingsSchema = z.strictObject({
   queues: z.record(z.string().regex(QUEUE_NAME, 'queue names are 1–80 characters of [A-Za-z0-9._-]'), queueSettingsSchema),
   retention: z.strictObject({ doneMs: ms, deadMs: ms.nullable() }),
   maintenance: z.strictObject({ intervalMs: z.number().int().min(100).max(2_147_483_647) }),
+  /**
+   * Message history (the dashboard's timelines): every committed transition is kept with its
+   * message, and a deleted message's timeline for `retentionMs` more (the sweep deletes it then).
+   */
+  history: z.strictObject({
+    enabled: z.boolean(),
+    retentionMs: z.number().int().min(60_000).max(2_147_483_647),
+  }),
 });
 
 /** Effective settings. */
@@ -151,6 +159,7 @@ export const DEFAULT_SETTINGS: Settings = {
   queues: {},
   retention: { doneMs: 0, deadMs: null },
   maintenance: { intervalMs: 60_000 },
+  history: { enabled: true, retentionMs: 604_800_000 },
 };
 
 /** A queue's own settings entry, if any (own properties only). */

@@ -51,6 +51,14 @@ function tableSpecs(o: ReportOptions): TableSpec[] {
       note: 'As 4b, with queues.bench.rateLimit = { max: 1,000,000, perMs: 1,000 } in Spool\'s config layer: every start is counted and none is held back, so the difference to 4b is the limiter\'s cost. The floor has no limiter and runs 4b again, as the ratio\'s baseline; plainjob and BullMQ are not run.',
     },
     {
+      workload: 'drain-c8-nohistory',
+      title: `4d. Drain ${n} pending, concurrency 8, message history off`,
+      metrics: tput,
+      ratios: ['msg/s'],
+      better: 'higher',
+      note: 'As 4b, with history.enabled = false in Spool\'s config layer. 4b runs with the defaults as they ship (history on), so 4b against 4d is the history\'s cost. The floor has no history and runs 4b again, as the ratio\'s baseline; plainjob and BullMQ are not run.',
+    },
+    {
       workload: 'latency',
       title: `5. Latency: ${LATENCY.sends.toLocaleString('en-US')} sends ${LATENCY.spacingMs} ms apart to an idle running queue (ms, send() call → handler start)`,
       metrics: [

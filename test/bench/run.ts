@@ -6,7 +6,7 @@
  * checks that Spool ran every message's lifecycle, and writes test/bench/results/latest.{json,md}
  * (partial.{json,md} when --only, --systems or --durability narrowed the run).
  *
- *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,drain-c8-ratelimit,latency,pull,wake,claim,claim-groups,rss,boot,disk,check]
+ *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,drain-c8-ratelimit,drain-c8-nohistory,latency,pull,wake,claim,claim-groups,rss,boot,disk,check]
  *                    [--systems floor,spool,plainjob,bullmq] [--durability normal,full] [--big]
  *                    [--batch 1000] [--dir /path/for/temp/files] [--out test/bench/results] [--redis-port P]
  *   npm run bench -- --cpu-prof --only drain-c8 [--systems spool] [--n 50000] [--prof-interval 200]
@@ -36,14 +36,14 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 // ---- options ------------------------------------------------------------------------------------
 
 // The pull workloads (issue 12: pull-c8, receive-10, wake, claim-groups) are Spool's alone: see pull.ts.
-const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency', 'pull-c8', 'receive-10', 'wake', 'claim', 'claim-groups', 'rss', 'boot', 'disk', 'check'] as const;
+const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'drain-c8-nohistory', 'latency', 'pull-c8', 'receive-10', 'wake', 'claim', 'claim-groups', 'rss', 'boot', 'disk', 'check'] as const;
 /** The pull drains, per durability, beside drain-c8. */
 const PULLS = ['pull-c8', 'receive-10'] as const satisfies readonly PullWorkload[];
 /** Messages per group in the claim-groups templates (issue 12: "10k groups × 100 messages" at 1M). */
 const PER_GROUP = 100;
 type Part = (typeof ALL_WORKLOADS)[number];
 /** Workloads 1–5: in process, under both durabilities, every system (the drain-c8 variants: those that have the feature). */
-const QUICK = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'latency'] as const satisfies readonly WorkloadName[];
+const QUICK = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'drain-c8-nohistory', 'latency'] as const satisfies readonly WorkloadName[];
 /** Systems of a drain-c8 variant: Spool with the setting, and the floor as the ratio's baseline. */
 const VARIANT_SYSTEMS = ['floor', 'spool'];
 
@@ -86,7 +86,7 @@ function parseArgs(argv: string[]): Options {
   };
   const only = new Set<Part>();
   for (const w of list('only') ?? ALL_WORKLOADS) {
-    if (w === 'drain') only.add('drain-c1').add('drain-c8').add('drain-c8-ratelimit');
+    if (w === 'drain') only.add('drain-c1').add('drain-c8').add('drain-c8-ratelimit').add('drain-c8-nohistory');
     else if (w === 'pull') only.add('pull-c8').add('receive-10');
     else if ((ALL_WORKLOADS as readonly string[]).includes(w)) only.add(w as Part);
     else throw new Error(`Unknown workload "${w}" (expected ${ALL_WORKLOADS.join(', ')}, drain or pull)`);
@@ -137,7 +137,7 @@ const USAGE = `npm run bench -- [options]
   --n N              messages per run of workloads 1–4 (default 10000)
   --full-n N         N under durability full (default: --n); fsync-bound runs are slow on a slow disk
   --reps R           repetitions; tables show medians (default 3)
-  --only LIST        send,concurrent,batch,drain (= drain-c1,drain-c8,drain-c8-ratelimit),latency,
+  --only LIST        send,concurrent,batch,drain (= drain-c1,drain-c8,drain-c8-ratelimit,drain-c8-nohistory),latency,
                      pull (= pull-c8,receive-10),wake,claim,claim-groups,rss,boot,disk,check
   --systems LIST     floor,spool,plainjob,bullmq
   --durability LIST  normal,full (default both; workloads 1–5)
@@ -208,13 +208,14 @@ async function main() {
       .filter((s) => o.systems.has(s === 'plainjob-10ms' ? 'plainjob' : s) && (s !== 'bullmq' || redis))
       .map(build);
     const rateLimited: BenchSystem[] = VARIANT_SYSTEMS.filter((s) => o.systems.has(s)).map((s) => systemFor('drain-c8-ratelimit', s));
+    const noHistory: BenchSystem[] = VARIANT_SYSTEMS.filter((s) => o.systems.has(s)).map((s) => systemFor('drain-c8-nohistory', s));
     const quick = QUICK.filter((w) => o.only.has(w));
 
     // Workloads 1–5: repetition outermost, so every repetition has its own floor to compare with.
     for (let rep = 1; rep <= o.reps && quick.length; rep++) {
       for (const durability of o.durability) {
         for (const workload of quick) {
-          const systems = workload === 'latency' ? latencySystems : workload === 'drain-c8-ratelimit' ? rateLimited : base;
+          const systems = workload === 'latency' ? latencySystems : workload === 'drain-c8-ratelimit' ? rateLimited : workload === 'drain-c8-nohistory' ? noHistory : base;
           const parts: string[] = [];
           for (const system of systems) {
             if (system.name === 'bullmq' && durability === 'full') continue;

@@ -110,6 +110,21 @@ export function checkTargets(rows: Row[], samples: Sample[], ctx: TargetContext)
       });
     }
   }
+  // Issue 14: the message history (on by default) costs drain c8 less than 10%.
+  {
+    const target = 'history costs < 10% (drain-c8 ≥ 0.9× drain-c8-nohistory), normal';
+    const withHistory = { workload: 'drain-c8', durability: 'normal' as Durability, system: 'spool' };
+    const without = { ...withHistory, workload: 'drain-c8-nohistory' };
+    const r = perRepRatio(samples, withHistory, without, 'msg/s');
+    if (!r) notMeasured(target, 'not in this run (drain-c8 and drain-c8-nohistory, normal, spool)');
+    else {
+      out.push({
+        target,
+        measured: `${ratioText(r.ratio)} (medians: ${fmt(row(withHistory)?.median['msg/s'])} vs ${fmt(row(without)?.median['msg/s'])} msg/s; ${r.reps} rep${r.reps === 1 ? '' : 's'})`,
+        status: r.ratio >= 0.9 ? 'met' : 'missed',
+      });
+    }
+  }
   versus(`disk per pending message (${TARGET_DEPTH.toLocaleString('en-US')} pending, ~100-byte payloads): ≤ 2× the floor`, 'disk', 'normal', 'floor', 'B/msg', { max: 2 }, 'B/msg', TARGET_DEPTH);
   versus(`RSS with ${TARGET_DEPTH.toLocaleString('en-US')} pending: ≤ plainjob`, 'rss', 'normal', 'plainjob', 'RSS MB', { max: 1 }, 'MB', TARGET_DEPTH);
 

@@ -12,12 +12,12 @@ import type { BenchSystem, QueueHandle } from './systems/types.js';
  * `drain-c8-ratelimit` (issue 11): drain-c8 with a queue rate limit set far above the drain rate
  * (RATE_LIMIT_CONFIG), so it measures the limiter's cost, not the limit. Spool gets the setting
  * through `spoolSystem(config)`; the floor runs it as plain drain-c8, as the ratio's baseline.
+ * `drain-c8-nohistory` (issue 14) is drain-c8 with the message history off (NO_HISTORY_CONFIG):
+ * drain-c8 itself runs with the defaults as they ship, history on, so the two give its cost.
  *
  * Room for the workloads later issues add (not implemented yet). Each one gets a name here, a
  * CONCURRENCY entry, a case in run(), a table in report.ts, a target line in targets.ts, and runs
  * for every system that has the feature (the others show "–"):
- * - `drain-c8-history`, `drain-c8-nohistory`: drain-c8 with message history on and off, the same
- *   way.
  * - `pull-c8`: 8 in-process pull consumers, each in a loop of wait for a message, then end it.
  *   Issue #10's target `pull-c8 ≥ drain c8` is already listed in targets.ts as not measured.
  * - `receive-10`: receives of up to 10 messages at a time.
@@ -25,7 +25,10 @@ import type { BenchSystem, QueueHandle } from './systems/types.js';
  *   from just before send() to the handler's first line (a child_process pair, as the rss and
  *   boot runs use; see child-runner.ts).
  */
-export type WorkloadName = 'send' | 'concurrent' | 'batch' | 'drain-c1' | 'drain-c8' | 'drain-c8-ratelimit' | 'latency' | 'claim';
+export type WorkloadName = 'send' | 'concurrent' | 'batch' | 'drain-c1' | 'drain-c8' | 'drain-c8-ratelimit' | 'drain-c8-nohistory' | 'latency' | 'claim';
+
+/** The config layer of `drain-c8-nohistory`: the message history off (it is on by default). */
+export const NO_HISTORY_CONFIG = { history: { enabled: false } };
 
 /**
  * The config layer of `drain-c8-ratelimit`: a million starts per second, about 100× what a drain
@@ -75,6 +78,7 @@ const CONCURRENCY: Record<WorkloadName, number> = {
   'drain-c1': 1,
   'drain-c8': 8,
   'drain-c8-ratelimit': 8,
+  'drain-c8-nohistory': 8,
   latency: LATENCY.concurrency,
   claim: CLAIM_CONCURRENCY,
 };
@@ -132,7 +136,8 @@ async function run(spec: RunSpec, h: QueueHandle, hooks: MeasureHooks): Promise<
     }
     case 'drain-c1':
     case 'drain-c8':
-    case 'drain-c8-ratelimit': {
+    case 'drain-c8-ratelimit':
+    case 'drain-c8-nohistory': {
       for (let i = 0; i < n; i += spec.batch) await h.sendBatch(payloads(i, Math.min(spec.batch, n - i)));
       collectGarbage();
       const finished = h.untilDone(n);

@@ -151,6 +151,8 @@ describe('dashboard in chromium', () => {
     expect((await spool.get(id))?.state).toBe('done');
     await page.waitForSelector('[data-testid="message-state"] .chip:text("done")');
     await page.waitForSelector('[data-testid="timeline"] li:has(.chip:text("dead")):has(.chip:text("pending"))');
+    // The timeline is the stored history: the failure that sent it dead carries its code.
+    await page.waitForSelector('[data-testid="timeline"] li:has(.chip:text("processing")):has(.chip:text("dead")):has-text("NON_RETRYABLE")');
     expect(errors).toEqual([]);
   });
 
@@ -225,5 +227,5 @@ describe('dashboard in chromium', () => {
         }
       }
     }
-  });
+  }, 120_000); // 20 page loads and screenshots: ~27 s on an idle 2-core machine, more on a busy one
 });

@@ -2,7 +2,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminHandler, type AdminHandler } from '../../src/admin/handler.js';
-import { withInterimSeams, type InterimSource } from '../../src/admin/interim-adapter.js';
 import type { AdminHandlerOptions } from '../../src/admin/options.js';
 import type { Spool } from '../../src/index.js';
 import type { TempSpools } from './spool.js';
@@ -10,7 +9,6 @@ import type { TempSpools } from './spool.js';
 /** A running admin server and what it serves. */
 export interface AdminFixture {
   spool: Spool;
-  source: InterimSource;
   handler: AdminHandler;
   server: Server;
   /** `http://127.0.0.1:<port>` */
@@ -19,8 +17,7 @@ export interface AdminFixture {
 
 /** Serves `spool` (opened on the temp file) through the admin handler; all closed after the test. */
 export async function serveAdminFor(temp: TempSpools, spool: Spool, options: AdminHandlerOptions = {}): Promise<AdminFixture> {
-  const source = withInterimSeams(spool, { path: temp.path });
-  const handler = createAdminHandler(source, options);
+  const handler = createAdminHandler(spool, options);
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   temp.onCleanup(async () => {
@@ -29,9 +26,8 @@ export async function serveAdminFor(temp: TempSpools, spool: Spool, options: Adm
       server.close(() => resolve());
       server.closeAllConnections();
     });
-    source.close();
   });
-  return { spool, source, handler, server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  return { spool, handler, server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
 /** One HTTP exchange, the body parsed as JSON when it is JSON. */

@@ -120,6 +120,27 @@ describe('admin API: reading', () => {
     expect(missing.body.error.code).toBe('MESSAGE_NOT_FOUND');
   });
 
+  it('shows a done and deleted message by the timeline the history keeps', async () => {
+    const spool = temp.open(); // retention.doneMs 0: a done row is deleted at completion
+    spool.register('work', async () => {});
+    await spool.start();
+    const { base } = await serveAdminFor(temp, spool);
+    const done = reached(spool.events$, 'done', 1, 'work');
+    const id = await spool.send('work', { a: 1 });
+    await done;
+    expect(await spool.get(id)).toBeUndefined();
+    const m = await call(base, `/admin/api/messages/${id}`);
+    expect(m.status).toBe(200);
+    expect(m.body).toMatchObject({ id, queue: 'work', state: 'done', removed: { reason: 'done' } });
+    expect(m.body.payload).toBeUndefined();
+    expect(m.body.history.map((h: { from: string | null; to: string }) => `${h.from}->${h.to}`)).toEqual([
+      'null->pending',
+      'pending->activating',
+      'activating->processing',
+      'processing->done',
+    ]);
+  });
+
   it('serves the settings, their explanation, the live series and the statechart laid out from the machine', async () => {
     const { spool, base } = await running();
     const done = reached(spool.events$, 'done', 3, 'work');
@@ -208,13 +229,23 @@ describe('admin API: changes', () => {
     expect((await call(base, '/admin/api/messages/delete', { body: { filter: { queue: 'orphan', state: 'dead' } } })).body).toEqual({ removed: 2 });
   });
 
-  it('reports deleting by id as not available until the core has spool.remove, and changes nothing', async () => {
+  it('deletes messages by id, one or a selection, announcing message.removed with reason deleted', async () => {
     const { spool, base } = await running();
-    const [id] = await deadLetters(spool, 1);
-    const res = await call(base, `/admin/api/messages/${id}/delete`, { method: 'POST' });
-    expect(res.status).toBe(501);
-    expect(res.body.error.code).toBe('NOT_AVAILABLE');
-    expect((await spool.get(id!))?.state).toBe('dead');
+    const [a, b, c] = await deadLetters(spool, 3);
+    const removed: string[] = [];
+    const sub = spool.events$.subscribe((e) => {
+      if (e.type === 'message.removed' && e.reason === 'deleted') removed.push(e.id);
+    });
+    const one = await call(base, `/admin/api/messages/${a}/delete`, { method: 'POST' });
+    expect(one.body).toEqual({ removed: 1 });
+    expect(await spool.get(a!)).toBeUndefined();
+    const again = await call(base, `/admin/api/messages/${a}/delete`, { method: 'POST' });
+    expect(again.body).toEqual({ removed: 0 });
+    const many = await call(base, '/admin/api/messages/delete', { body: { ids: [b, c] } });
+    expect(many.body).toEqual({ removed: 2 });
+    sub.unsubscribe();
+    expect(removed).toEqual([a, b, c]);
+    expect((await spool.stats()).queues.orphan).toEqual({ pending: 0, activating: 0, processing: 0, dead: 0, done: 0 });
   });
 });
 

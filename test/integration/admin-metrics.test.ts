@@ -1,7 +1,7 @@
 import { register as defaultRegistry, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { withInterimSeams } from '../../src/admin/interim-adapter.js';
-import { METRIC_TYPES, registerMetrics } from '../../src/admin/metrics.js';
+import { METRIC_TYPES } from '../../src/admin/metrics.js';
+import { registerMetrics } from '../../src/index.js';
 import { call, serveAdminFor } from '../helpers/admin.js';
 import { reached } from '../helpers/events.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -114,10 +114,8 @@ describe('GET /metrics', () => {
 
   it('registers into the registry it is given and leaves prom-client\'s default registry alone', async () => {
     const spool = temp.open();
-    const source = withInterimSeams(spool, { path: temp.path });
-    temp.onCleanup(() => source.close());
     const registry = new Registry();
-    const metrics = registerMetrics(source, registry);
+    const metrics = registerMetrics(spool, registry);
     temp.onCleanup(() => metrics.stop());
     await spool.send('q', { a: 1 });
     const text = await registry.metrics();

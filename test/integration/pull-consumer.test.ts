@@ -245,7 +245,7 @@ describe('owner-mode consumers', () => {
     const seen: unknown[] = [];
     for await (const m of consumer.messages<{ n: number }>('jobs', { timeoutMs: 0 })) seen.push(m.payload.n);
     expect(seen).toEqual([1, 2, 3]);
-    expect((await spool.stats()).queues.jobs).toBeUndefined();
+    expect((await spool.stats()).queues.jobs).toEqual({ pending: 0, activating: 0, processing: 0, dead: 0, done: 0 });
   });
 
   it('competes safely with push handlers on one queue: no message is held by both', async () => {

@@ -222,8 +222,8 @@ describe('live pool resizing', () => {
     expect([...held.runs.values()].every((n) => n === 1)).toBe(true);
     expect(held.aborted).toBe(0);
     expect((await spool.stats()).pools).toEqual({ default: { concurrency: 2, active: 0 }, byQueue: {} });
-    // Every row is done and deleted.
-    expect((await spool.stats()).queues).toEqual({});
+    // Every row is done and deleted: the queue stays listed with zeros.
+    expect((await spool.stats()).queues).toEqual({ email: { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 } });
   });
 });
 
@@ -292,7 +292,8 @@ describe('paused and accepting', () => {
     expect(error.message).toContain('email.send');
     expect((await rejection(spool.sendBatch('email.send', [1, 2]))).code).toBe('NOT_ACCEPTING');
     await spool.send('sms', 1);
-    expect((await spool.stats()).queues).toEqual({ sms: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 } });
+    // email.send is configured, so it is listed, idle.
+    expect((await spool.stats()).queues).toEqual({ 'email.send': { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 }, sms: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 } });
 
     await spool.settings.update({ queues: { 'email.send': { accepting: true } } });
     await spool.send('email.send', 1);

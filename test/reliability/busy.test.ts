@@ -124,7 +124,7 @@ describe('lock contention (SQLITE_BUSY)', () => {
     expect(new Set(ids).size).toBe(52);
     for (const id of [...held, ...ids]) expect(handled.get(id)).toBe(1);
     // Done rows are deleted (retention.doneMs is 0): no row of the queue is left in any state.
-    expect((await spool.stats()).queues.work).toBeUndefined();
+    expect((await spool.stats()).queues.work).toEqual({ pending: 0, activating: 0, processing: 0, dead: 0, done: 0 });
     // Busy was reported and retried, never surfaced as an error.
     const busyEvents = log.seen.filter((e) => e.type === 'storage.busy');
     expect(busyEvents.length).toBeGreaterThan(1);

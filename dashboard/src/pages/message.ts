@@ -48,6 +48,27 @@ export function MessagePage({ id, readOnly }: { id: string; readOnly: boolean })
         </div>
       </div>
       <${Notice} notice=${notice} />
+      ${m.removed
+        ? html`<p class="notice" data-testid="removed">Its row was deleted (${m.removed.reason}) at ${time(m.removed.at)}; the message history keeps its timeline.</p>`
+        : html`<${Details} m=${m} />`}
+      <h2>Timeline</h2>
+      <ol class="timeline" data-testid="timeline">
+        ${m.history.map(
+          (h, i) => html`<li>
+            <span class="when mono">${time(h.at)}</span>
+            <span>${h.from === null ? html`<i>sent</i>` : html`<${StateChip} state=${h.from} />`} → <${StateChip} state=${h.to} /></span>
+            <span class="muted small">attempt ${h.attempt}${h.code ? html` · <b class="mono">${h.code}</b>` : null}${i > 0 ? ` · +${duration(h.at - m.history[i - 1]!.at)}` : ''}</span>
+          </li>`,
+        )}
+      </ol>
+      <p class="muted small"><a href=${link.lifecycleMessage(m.id)} data-testid="show-path">Show this path on the lifecycle viewer</a></p>
+    </section>
+  `;
+}
+
+/** The row's own fields, payload and last error (absent once the row is deleted). */
+function Details({ m }: { m: MessageDetail }) {
+  return html`
       <dl class="facts card">
         <dt>Queue</dt><dd><a href=${link.queue(m.queue)}>${m.queue}</a></dd>
         <dt>Attempt</dt><dd data-testid="attempt">${m.attempt}</dd>
@@ -67,17 +88,5 @@ export function MessagePage({ id, readOnly }: { id: string; readOnly: boolean })
               ${m.lastError.stack ? html`<pre class="code stack">${m.lastError.stack}</pre>` : null}
             </div>`
         : null}
-      <h2>Timeline</h2>
-      <ol class="timeline" data-testid="timeline">
-        ${m.history.map(
-          (h, i) => html`<li>
-            <span class="when mono">${time(h.at)}</span>
-            <span>${h.from === null ? html`<i>sent</i>` : html`<${StateChip} state=${h.from} />`} → <${StateChip} state=${h.to} /></span>
-            <span class="muted small">attempt ${h.attempt}${h.code ? html` · <b class="mono">${h.code}</b>` : null}${i > 0 ? ` · +${duration(h.at - m.history[i - 1]!.at)}` : ''}</span>
-          </li>`,
-        )}
-      </ol>
-      <p class="muted small"><a href=${link.lifecycleMessage(m.id)} data-testid="show-path">Show this path on the lifecycle viewer</a></p>
-    </section>
   `;
 }

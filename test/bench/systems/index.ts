@@ -4,7 +4,7 @@ import { floorSystem } from './floor.js';
 import { plainjobSystem } from './plainjob.js';
 import { spoolSystem } from './spool.js';
 import type { BenchSystem } from './types.js';
-import { RATE_LIMIT_CONFIG } from '../workloads.js';
+import { NO_HISTORY_CONFIG, RATE_LIMIT_CONFIG } from '../workloads.js';
 
 /** Names accepted by --systems. */
 export const SYSTEM_NAMES = ['floor', 'spool', 'plainjob', 'bullmq'] as const;
@@ -29,8 +29,9 @@ export function systemByName(name: string, redisPort?: number): BenchSystem {
   }
 }
 
-/** The system a workload runs on: a workload variant may configure it (drain-c8-ratelimit's limit). */
+/** The system a workload runs on: a workload variant may configure it (drain-c8-ratelimit's limit, drain-c8-nohistory's history off). */
 export function systemFor(workload: string, name: string, redisPort?: number): BenchSystem {
   if (workload === 'drain-c8-ratelimit' && name === 'spool') return spoolSystem(RATE_LIMIT_CONFIG);
+  if (workload === 'drain-c8-nohistory' && name === 'spool') return spoolSystem(NO_HISTORY_CONFIG);
   return systemByName(name, redisPort);
 }
