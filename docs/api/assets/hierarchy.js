@@ -1,1 +1,1 @@
-window.hierarchyData = "eJyrVirKzy8pVrKKjtVRKkpNy0lNLsnMzytWsqqurQUAmx4Kpg=="
+window.hierarchyData = "eJyNjbEOgyAURf/lztiSKo15a+d+gXEgiJH4hARwMvy7oUPj6HSHe07OgRhCTqCh69tRINqZrcku+AQ60PVtHa83C8KHg1khsDo/gV7qLbBHBsH5bOOsjU3PH/NY8sYQMKxTAiGnqalS8wfruTieovWgQUk5FgEl5aX21X7XfKd5IW+USyknKvRQyw=="
