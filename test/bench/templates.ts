@@ -46,6 +46,9 @@ export async function makeBootTemplate(pendingTemplate: string, path: string, in
       .get() as number;
     const inFlight = db.prepare(`SELECT count(*) FROM messages WHERE state IN ('activating', 'processing')`).pluck().get() as number;
     if (consistent !== inflight || inFlight !== inflight) throw new Error(`boot template: ${inFlight} rows in flight, ${consistent} processing in both column and snapshot, expected ${inflight}`);
+    // The crashed app resumed its queue with settings.update, which persists: without this, the
+    // booting app's queue would run before it registers its handler (its config pauses it).
+    db.prepare('DELETE FROM settings_overrides').run();
     db.pragma('wal_checkpoint(TRUNCATE)');
   } finally {
     db.close();
