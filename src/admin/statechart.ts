@@ -6,7 +6,7 @@
  * every event.
  */
 import { toDirectedGraph, type DirectedGraphNode } from 'xstate/graph';
-import { messageMachine } from '../../machines/message.machine.js';
+import { messageMachine } from '../index.js';
 
 /** A state box, in SVG user units. */
 export interface ChartNode {
