@@ -9,24 +9,14 @@ import {
   ListQueuesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
-  SQSServiceException,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
 import { delegate, useSqsFixtures } from './helpers/fixture.js';
-import { LOCAL_CREDENTIALS, sqsClient } from './helpers/sdk.js';
+import { LOCAL_CREDENTIALS, sqsClient, rejection } from './helpers/sdk.js';
 
 const start = useSqsFixtures();
-
-async function rejection(promise: Promise<unknown>): Promise<SQSServiceException> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as SQSServiceException;
-  }
-  throw new Error('expected a rejection');
-}
 
 async function receive(c: SQSClient, QueueUrl: string) {
   return (await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'] }))).Messages ?? [];

@@ -25,14 +25,13 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
-  SQSServiceException,
   TooManyEntriesInBatchRequest,
 } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqsHandler, type SqsRequestHandler } from '../../src/sqs/handler.js';
 import type { SqsHandlerOptions } from '../../src/sqs/options.js';
 import { blockingReceiveBackend, failingBackend, spoolError } from './helpers/fault-backend.js';
-import { sqsClient } from './helpers/sdk.js';
+import { sqsClient, rejection } from './helpers/sdk.js';
 import { call, callJson, callQuery, serve, type Served } from './helpers/serve.js';
 
 const QUEUE_URL = 'http://127.0.0.1:1/000000000000/orders';
@@ -52,15 +51,6 @@ function client(endpoint: string, config: Parameters<typeof sqsClient>[1] = {}) 
   const c = sqsClient(endpoint, config);
   cleanups.push(() => c.destroy());
   return c;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<SQSServiceException> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as SQSServiceException;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('every response is JSON (or XML under Query), never HTML', () => {

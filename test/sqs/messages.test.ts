@@ -16,25 +16,16 @@ import {
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
-  SQSServiceException,
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { rejection } from './helpers/sdk.js';
 import { describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
 import { observed, useSqsFixtures } from './helpers/fixture.js';
 
 const start = useSqsFixtures();
 const md5 = (text: string) => createHash('md5').update(text, 'utf8').digest('hex');
-
-async function rejection(promise: Promise<unknown>): Promise<SQSServiceException> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as SQSServiceException;
-  }
-  throw new Error('expected a rejection');
-}
 
 /** A fixture on a test clock with one queue. */
 async function withQueue(name = 'orders', Attributes?: Record<string, string>) {

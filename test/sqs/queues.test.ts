@@ -17,23 +17,14 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
-  SQSServiceException,
   TagQueueCommand,
   UntagQueueCommand,
 } from '@aws-sdk/client-sqs';
+import { rejection } from './helpers/sdk.js';
 import { describe, expect, it } from 'vitest';
 import { useSqsFixtures } from './helpers/fixture.js';
 
 const start = useSqsFixtures();
-
-async function rejection(promise: Promise<unknown>): Promise<SQSServiceException> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as SQSServiceException;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('CreateQueue (§9.3)', () => {
   it('returns a URL built from the Host header, and the same URL for the same attributes', async () => {

@@ -11,25 +11,16 @@ import {
   ResourceNotFoundException,
   SendMessageBatchCommand,
   SendMessageCommand,
-  SQSServiceException,
   StartMessageMoveTaskCommand,
   type Message,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { rejection } from './helpers/sdk.js';
 import { describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
 import { useSqsFixtures } from './helpers/fixture.js';
 
 const start = useSqsFixtures();
-
-async function rejection(promise: Promise<unknown>): Promise<SQSServiceException> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as SQSServiceException;
-  }
-  throw new Error('expected a rejection');
-}
 
 async function receive(c: SQSClient, QueueUrl: string, extra: Partial<ConstructorParameters<typeof ReceiveMessageCommand>[0]> = {}): Promise<Message[]> {
   return (await c.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'], ...extra }))).Messages ?? [];

@@ -1,5 +1,5 @@
 /** The real @aws-sdk/client-sqs, configured as a local user would configure it. */
-import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { SQSClient, type SQSClientConfig, type SQSServiceException } from '@aws-sdk/client-sqs';
 
 // 3.1175.0 warns that Node 20 support ends in 2027; the pinned version supports it.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
@@ -16,4 +16,14 @@ export function sqsClient(endpoint: string | undefined, config: SQSClientConfig 
     maxAttempts: 1,
     ...config,
   });
+}
+
+/** The SDK error `promise` rejects with (the test fails if it resolves). */
+export async function rejection(promise: Promise<unknown>): Promise<SQSServiceException> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as SQSServiceException;
+  }
+  throw new Error('expected a rejection');
 }
