@@ -7,65 +7,9 @@
  * seconds exist only on the wire.
  */
 
-/** Tunable and fixed attributes of a queue made by `queues.create` (library units: ms, bytes). */
-export interface QueueAttributes {
-  /** How long a received message stays hidden, 0–43,200,000 ms (default 30,000). */
-  visibilityTimeoutMs: number;
-  /** Delay of every new message, 0–900,000 ms (default 0). */
-  delayMs: number;
-  /** Default long-poll wait of a receive, 0–20,000 ms (default 0). */
-  receiveWaitMs: number;
-  /** Largest body plus attributes, 1,024–1,048,576 bytes (default 1,048,576). */
-  maxPayloadBytes: number;
-  /** How long a message is kept, 60,000–1,209,600,000 ms (default 345,600,000); null keeps it forever. */
-  retentionMs: number | null;
-  /** Where a message goes after `maxReceiveCount` receives (1–1000); null: nowhere. */
-  deadLetter: { queue: string; maxReceiveCount: number } | null;
-  /** FIFO queue; set at create only, and the name ends in `.fifo` exactly when it is true. */
-  fifo: boolean;
-  /** FIFO only: the body's SHA-256 is the deduplication id when none is given. */
-  contentDedupe: boolean;
-  /** FIFO only: how long a deduplication id is remembered, in ms (default 300,000). */
-  dedupeWindowMs: number;
-}
+import type { MessageAttribute, QueueAttributes, QueueInfo, ReceivedMessage as CoreReceivedMessage } from '../index.js';
 
-/** Message counts of one queue. */
-export interface QueueCounts {
-  /** Visible now (ApproximateNumberOfMessages). */
-  visible: number;
-  /** Received and not yet deleted or returned (ApproximateNumberOfMessagesNotVisible). */
-  inFlight: number;
-  /** Waiting for their delay (ApproximateNumberOfMessagesDelayed). */
-  delayed: number;
-  /** Dead on this queue (no SQS counterpart). */
-  dead: number;
-}
-
-/** A created queue as `queues.get` describes it. */
-export interface QueueInfo {
-  /** The queue's name. */
-  name: string;
-  /** FIFO queue. */
-  fifo: boolean;
-  /** Its effective attributes. */
-  attributes: QueueAttributes;
-  /** Its tags. */
-  tags: Record<string, string>;
-  /** Its message counts. */
-  counts: QueueCounts;
-  /** Epoch ms of its creation. */
-  createdAt: number;
-  /** Epoch ms of its last attribute change. */
-  updatedAt: number;
-}
-
-/** A message attribute in the library's shape (SQS `MessageAttributes` entry). */
-export interface MessageAttribute {
-  /** `String`, `Number` or `Binary`, optionally with a `.suffix`. */
-  type: string;
-  /** The value: a string for String and Number types, bytes for Binary ones. */
-  value: string | Uint8Array;
-}
+export type { MessageAttribute, QueueAttributes, QueueInfo } from '../index.js';
 
 /** The send options the wire uses. */
 export interface BackendSendOptions {
@@ -93,33 +37,11 @@ export interface BackendReceiveOptions {
   signal?: AbortSignal;
 }
 
-/** A message handed out by `receive`. */
-export interface ReceivedMessage {
-  /** Opaque message id. */
-  id: string;
-  /** The queue it came from. */
-  queue: string;
-  /** Any JSON value; a string body is the SQS `Body` as sent. */
-  body: unknown;
-  /** Opaque receipt, new on every receive. */
-  receipt: string;
-  /** How many times it was handed out, this time included. */
-  receiveCount: number;
-  /** Epoch ms of the send. */
-  sentAt: number;
-  /** Epoch ms of the first receive. */
-  firstReceivedAt: number;
-  /** Its message attributes. */
-  attributes: Record<string, MessageAttribute>;
-  /** Its message group, if any. */
-  group?: string;
-  /** Strictly increasing per queue. */
-  sequence: number;
-  /** Its deduplication id, if any. */
-  dedupeId?: string;
-  /** For a message moved to a dead-letter queue: the queue it came from. */
-  sourceQueue?: string;
-}
+/**
+ * A received message as the core hands it out (the wire never reads its lease deadline), and its
+ * deduplication id once the core keeps one (not yet: see the README's differences from SQS).
+ */
+export type ReceivedMessage = Omit<CoreReceivedMessage, 'visibleAt'> & { dedupeId?: string };
 
 /** The subset of `Spool` that `createSqsHandler` calls. */
 export interface SqsBackend {
