@@ -20,7 +20,10 @@ const CHILD = fileURLToPath(new URL('./server-child.ts', import.meta.url));
 /** Forks `server-child.ts` for `system` and waits until it listens on 127.0.0.1. */
 export async function startServer(system: SqsSystem, baseDir?: string): Promise<RunningServer> {
   const dir = tempDir(baseDir, 'spool-bench-sqs-');
-  const child = fork(CHILD, [system, dir.dir], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // SPOOL_BENCH_SERVER_PROF=<dir> writes a V8 CPU profile of each server child there.
+  const prof = process.env.SPOOL_BENCH_SERVER_PROF;
+  const execArgv = ['--import', 'tsx', ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [])];
+  const child = fork(CHILD, [system, dir.dir], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (message) => resolve((message as { port: number }).port));
