@@ -24,6 +24,8 @@ interface TableSpec {
   note: string;
 }
 
+const SQS_NOTE =
+  "Each server runs in a child process of its own, the clients in the bench process. stub: canned replies (the client's ceiling); wire: Spool's SQS handler over a zero-work backend (the HTTP layer's cost); fauxqs 1.9.2: in-memory SQS emulator; spool: `spool serve`'s server on a SQLite file, durability normal.";
 const SPOOL_SETTING = 'Spool: start()ed at open with the queue paused, an events$ counter attached.';
 
 function tableSpecs(o: ReportOptions): TableSpec[] {
@@ -85,6 +87,41 @@ function tableSpecs(o: ReportOptions): TableSpec[] {
       ratios: [],
       better: 'higher',
       note: 'Deletes are sent concurrently and share group commits. The target compares it with 4b.',
+    },
+    {
+      workload: 'sqs-send-batch',
+      title: `9a. SQS endpoint: ${n} messages by SendMessageBatch of 10 from 8 AWS SDK clients over HTTP`,
+      metrics: tput,
+      ratios: [],
+      better: 'higher',
+      note: `${SQS_NOTE}`,
+    },
+    {
+      workload: 'sqs-drain',
+      title: `9b. SQS endpoint: ${n} preloaded messages drained by 8 AWS SDK clients, ReceiveMessage 10 + DeleteMessageBatch`,
+      metrics: [...tput, { key: 'server µs/msg', label: 'server CPU µs/msg' }],
+      ratios: [],
+      better: 'higher',
+      note: `The SDK client's own CPU caps this on 2 cores: the stub shows that cap. ${SQS_NOTE}`,
+    },
+    {
+      workload: 'sqs-latency',
+      title: '9c. SQS endpoint: ReceiveMessage 1 → DeleteMessage by one SDK client, 1,000 timed pairs (ms)',
+      metrics: [
+        { key: 'p50', label: 'p50 ms' },
+        { key: 'p99', label: 'p99 ms' },
+      ],
+      ratios: [],
+      better: 'lower',
+      note: SQS_NOTE,
+    },
+    {
+      workload: 'sqs-raw',
+      title: `9d. SQS endpoint's own capacity: Receive 10 + DeleteBatch pairs over 8 keep-alive sockets, raw JSON (no SDK)`,
+      metrics: [{ key: 'pairs/s', label: 'pairs/s' }, ...tput, { key: 'server µs/msg', label: 'server CPU µs/msg' }],
+      ratios: [],
+      better: 'higher',
+      note: `A light client, so the server is the limit. ${SQS_NOTE}`,
     },
     {
       workload: 'wake',
@@ -163,7 +200,7 @@ function tableSpecs(o: ReportOptions): TableSpec[] {
 }
 
 function sysOrder(name: string): number {
-  return ['floor', 'spool', 'plainjob', 'plainjob (10 ms poll)', 'bullmq'].indexOf(name);
+  return ['floor', 'spool', 'plainjob', 'plainjob (10 ms poll)', 'bullmq', 'stub', 'wire', 'fauxqs'].indexOf(name);
 }
 
 /** The tables of every workload the run measured, printed and as markdown. */

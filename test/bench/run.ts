@@ -6,7 +6,7 @@
  * checks that Spool ran every message's lifecycle, and writes test/bench/results/latest.{json,md}
  * (partial.{json,md} when --only, --systems or --durability narrowed the run).
  *
- *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,drain-c8-ratelimit,drain-c8-nohistory,latency,pull,wake,claim,claim-groups,rss,boot,disk,check]
+ *   npm run bench -- [--n 10000] [--full-n N] [--reps 3] [--only send,concurrent,batch,drain,drain-c8-ratelimit,drain-c8-nohistory,latency,pull,wake,claim,claim-groups,rss,boot,disk,check,sqs]
  *                    [--systems floor,spool,plainjob,bullmq] [--durability normal,full] [--big]
  *                    [--batch 1000] [--dir /path/for/temp/files] [--out test/bench/results] [--redis-port P]
  *   npm run bench -- --cpu-prof --only drain-c8 [--systems spool] [--n 50000] [--prof-interval 200]
@@ -30,13 +30,14 @@ import { fillTemplate, makeBootTemplate } from './templates.js';
 import { verifySpool, type SpoolCheck } from './verify.js';
 import { fillGroupsTemplate, runPull, runWake, type PullWorkload } from './pull.js';
 import { runOne, type Metrics, type WorkloadName } from './workloads.js';
+import { measureSqs, SQS_SYSTEMS, sqsSamples } from './sqs/tier.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 
 // ---- options ------------------------------------------------------------------------------------
 
 // The pull workloads (issue 12: pull-c8, receive-10, wake, claim-groups) are Spool's alone: see pull.ts.
-const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'drain-c8-nohistory', 'latency', 'pull-c8', 'receive-10', 'wake', 'claim', 'claim-groups', 'rss', 'boot', 'disk', 'check'] as const;
+const ALL_WORKLOADS = ['send', 'concurrent', 'batch', 'drain-c1', 'drain-c8', 'drain-c8-ratelimit', 'drain-c8-nohistory', 'latency', 'pull-c8', 'receive-10', 'wake', 'claim', 'claim-groups', 'rss', 'boot', 'disk', 'check', 'sqs'] as const;
 /** The pull drains, per durability, beside drain-c8. */
 const PULLS = ['pull-c8', 'receive-10'] as const satisfies readonly PullWorkload[];
 /** Messages per group in the claim-groups templates (issue 12: "10k groups × 100 messages" at 1M). */
@@ -138,7 +139,8 @@ const USAGE = `npm run bench -- [options]
   --full-n N         N under durability full (default: --n); fsync-bound runs are slow on a slow disk
   --reps R           repetitions; tables show medians (default 3)
   --only LIST        send,concurrent,batch,drain (= drain-c1,drain-c8,drain-c8-ratelimit,drain-c8-nohistory),latency,
-                     pull (= pull-c8,receive-10),wake,claim,claim-groups,rss,boot,disk,check
+                     pull (= pull-c8,receive-10),wake,claim,claim-groups,rss,boot,disk,check,
+                     sqs (the SQS endpoint through the AWS SDK, beside fauxqs, a stub and the bare wire layer)
   --systems LIST     floor,spool,plainjob,bullmq
   --durability LIST  normal,full (default both; workloads 1–5)
   --big              add 1M-deep runs to claim, rss and boot (default sizes: 10k and 100k)
@@ -260,6 +262,24 @@ async function main() {
       } catch (error) {
         failures.push(`wake spool rep ${rep}: ${(error as Error).message}`);
       }
+    }
+
+    // The sqs tier (issue 13): the SQS endpoint through the AWS SDK over HTTP, beside fauxqs and the ceilings.
+    for (let rep = 1; rep <= o.reps && o.only.has('sqs') && o.systems.has('spool'); rep++) {
+      // Each repetition starts with another system, so a change in machine load does not favour one.
+      const order = [...SQS_SYSTEMS.slice(rep % SQS_SYSTEMS.length), ...SQS_SYSTEMS.slice(0, rep % SQS_SYSTEMS.length)];
+      const parts: string[] = [];
+      for (const system of order) {
+        collectGarbage();
+        try {
+          const figures = await measureSqs(system, rep, { n: o.n, rawN: 2 * o.n, latencyN: 1000, clients: 8, ...(o.dir ? { dir: o.dir } : {}) });
+          for (const [workload, metrics] of sqsSamples(figures)) samples.push({ workload, system, durability: 'normal', rep, metrics });
+          parts.push(`${system} drain ${fmt(figures.drain)} msg/s, raw ${fmt(figures.rawPairs)} pairs/s`);
+        } catch (error) {
+          failures.push(`sqs ${system} rep ${rep}: ${(error as Error).message}`);
+        }
+      }
+      log(`rep ${rep}/${o.reps} sqs    ${parts.join(' | ')}`);
     }
 
     const btrees = new Map<string, BtreeBytes[]>();

@@ -128,6 +128,11 @@ export function checkTargets(rows: Row[], samples: Sample[], ctx: TargetContext)
   versus(`disk per pending message (${TARGET_DEPTH.toLocaleString('en-US')} pending, ~100-byte payloads): ≤ 2× the floor`, 'disk', 'normal', 'floor', 'B/msg', { max: 2 }, 'B/msg', TARGET_DEPTH);
   versus(`RSS with ${TARGET_DEPTH.toLocaleString('en-US')} pending: ≤ plainjob`, 'rss', 'normal', 'plainjob', 'RSS MB', { max: 1 }, 'MB', TARGET_DEPTH);
 
+  // Issue 13: the SQS endpoint through the SDK within 20% of fauxqs and 25% of the stub; its own capacity 2× fauxqs.
+  versus('sqs: SDK drain (Receive 10 + DeleteBatch, 8 clients): ≥ 0.8× fauxqs', 'sqs-drain', 'normal', 'fauxqs', 'msg/s', { min: 0.8 }, 'msg/s');
+  versus('sqs: SDK drain (Receive 10 + DeleteBatch, 8 clients): ≥ 0.75× the zero-work stub', 'sqs-drain', 'normal', 'stub', 'msg/s', { min: 0.75 }, 'msg/s');
+  versus('sqs: raw keep-alive Receive 10 + DeleteBatch: ≥ 2× fauxqs', 'sqs-raw', 'normal', 'fauxqs', 'pairs/s', { min: 2 }, 'pairs/s');
+
   // The --big targets, as in issue #6.
   const spoolRows = (workload: string) => rows.filter((r) => r.workload === workload && r.system === 'spool').sort((a, b) => a.depth! - b.depth!);
   const big = ' (1M needs --big)';

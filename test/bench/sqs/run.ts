@@ -9,24 +9,12 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { fmt, median } from '../common.js';
-import { startServer, type SqsSystem } from './servers.js';
-import { createQueue, createRawClient, drain, latency, preload, rawPairs, sendBatch } from './workloads.js';
-
-interface Figures {
-  sendBatch: number;
-  drain: number;
-  latencyP50: number;
-  latencyP99: number;
-  rawPairs: number;
-  rawMsg: number;
-  /** Server CPU per message drained, µs: SDK drain and raw pairs. */
-  drainCpuUs: number;
-  rawCpuUs: number;
-}
+import type { SqsSystem } from './servers.js';
+import { measureSqs, SQS_SYSTEMS, type SqsFigures } from './tier.js';
 
 const { values } = parseArgs({
   options: {
-    systems: { type: 'string', default: 'stub,wire,fauxqs,spool' },
+    systems: { type: 'string', default: SQS_SYSTEMS.join(',') },
     n: { type: 'string', default: '10000' },
     'raw-n': { type: 'string', default: '20000' },
     'latency-n': { type: 'string', default: '1000' },
@@ -42,56 +30,17 @@ const latencyN = Number(values['latency-n']);
 const clients = Number(values.clients);
 const reps = Number(values.reps);
 
-async function measure(system: SqsSystem, rep: number): Promise<Figures> {
-  const server = await startServer(system);
-  const raw = createRawClient(server.endpoint, clients);
-  try {
-    const sendUrl = await createQueue(server.endpoint, `send-${rep}`);
-    const send = await sendBatch(server.endpoint, sendUrl, n, clients);
-
-    const drainUrl = await createQueue(server.endpoint, `drain-${rep}`);
-    await preload(raw, drainUrl, n);
-    let cpu = await server.cpu();
-    const drained = await drain(server.endpoint, drainUrl, n, clients);
-    const drainCpuUs = ((await server.cpu()) - cpu) / n;
-
-    const latencyUrl = await createQueue(server.endpoint, `latency-${rep}`);
-    await preload(raw, latencyUrl, latencyN + 60);
-    const lat = await latency(server.endpoint, latencyUrl, latencyN);
-
-    const rawUrl = await createQueue(server.endpoint, `raw-${rep}`);
-    await preload(raw, rawUrl, rawN);
-    cpu = await server.cpu();
-    const pairs = await rawPairs(raw, rawUrl, rawN, clients);
-    const rawCpuUs = ((await server.cpu()) - cpu) / rawN;
-
-    return {
-      sendBatch: send.msgPerSec,
-      drain: drained.msgPerSec,
-      latencyP50: lat.p50,
-      latencyP99: lat.p99,
-      rawPairs: pairs.pairsPerSec,
-      rawMsg: pairs.msgPerSec,
-      drainCpuUs,
-      rawCpuUs,
-    };
-  } finally {
-    raw.close();
-    await server.stop();
-  }
-}
-
 async function main(): Promise<void> {
-  const runs: Record<string, Figures[]> = {};
+  const runs: Record<string, SqsFigures[]> = {};
   for (let rep = 0; rep < reps; rep++) {
     // Each repetition starts with another system, so a change in machine load does not favour one.
     for (const system of [...systems.slice(rep % systems.length), ...systems.slice(0, rep % systems.length)]) {
-      const figures = await measure(system, rep);
+      const figures = await measureSqs(system, rep, { n, rawN, latencyN, clients });
       (runs[system] ??= []).push(figures);
       console.error(`rep ${rep + 1}/${reps} ${system}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, Number(v.toFixed(3))])))}`);
     }
   }
-  const med = (system: string, key: keyof Figures) => median((runs[system] ?? []).map((f) => f[key]));
+  const med = (system: string, key: keyof SqsFigures) => median((runs[system] ?? []).map((f) => f[key]));
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   const lines = [
     `sqs tier — ${cpus().length} × ${cpu}, Node ${process.version}; medians of ${reps}; N = ${n} (raw ${rawN}), ${clients} clients, latency over ${latencyN} pairs`,
