@@ -226,10 +226,13 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     `UPDATE messages SET queue = ?, source_queue = ?, dedupe_key = NULL, updated_at = ? WHERE seq = ? AND state = ? AND queue = ?`,
   );
   // A group's oldest live message is its head, every other one waits (see the head column).
-  const rehead = sqlite.prepare(
-    `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')))
-       WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')`,
+  // Plain ? bound twice (queue, group, queue, group): better-sqlite3 refuses positional values
+  // for numbered ?1/?2 parameters ("Too many parameter values were provided").
+  const reheadStatement = sqlite.prepare(
+    `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing')))
+       WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing')`,
   );
+  const rehead = { run: (queue: string, group: string) => reheadStatement.run(queue, group, queue, group) };
   const arrivalsOf = sqlite.prepare("SELECT n FROM counters WHERE scope = '' AND name = ?").pluck();
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
