@@ -4,6 +4,7 @@
  * the ids once that commit has landed. A local send of ready rows asks the running supervisor to
  * claim in the same group transaction, so its handler can start right after that one commit.
  */
+import { createHash } from 'node:crypto';
 import { compiledMessageMachine as machine } from '../machines/compiled.js';
 import type { MessageContext } from '../machines/message.machine.js';
 import { crashPoint } from './crash-points.js';
@@ -23,6 +24,15 @@ import { assertQueueName, contentKey, parseSendOptions, serializePayload, type S
 
 /** The longest delay of a message on a created (SQS) queue: DelaySeconds 900. */
 const MAX_SQS_DELAY_MS = 900_000;
+
+/**
+ * The deduplication id SQS derives under ContentBasedDeduplication: the hex SHA-256 of the body as
+ * sent (a string's UTF-8 bytes, any other JSON value's JSON text, as the wire renders it). Not the
+ * window's key (contentKey hashes canonical JSON), which only has to be equal for equal bodies.
+ */
+function contentDedupeId(payload: unknown, json: string): string {
+  return createHash('sha256').update(typeof payload === 'string' ? payload : json, 'utf8').digest('hex');
+}
 
 /** A row to insert, with what FIFO deduplication needs. */
 type PreparedRow = NewMessage & { windowKey: string | null; windowMs: number };
@@ -98,6 +108,8 @@ export function createProducer(deps: ProducerDeps) {
       dedupeKey: shape.fifo ? null : dedupeKey,
       windowKey: shape.fifo ? dedupeKey : null,
       windowMs: shape.attrs.dedupeWindowMs,
+      // Only FIFO messages carry one, as only FIFO receives return MessageDeduplicationId.
+      dedupeId: !shape.fifo ? null : o.key ?? (contentDedupe ? contentDedupeId(payload, json) : null),
       now,
       group: o.group ?? null,
       attributes: shape.attributes,

@@ -42,6 +42,8 @@ export interface MessageRow {
   firstDeliveredAt: number | null;
   schedule: string | null;
   scheduledFor: number | null;
+  /** A FIFO message's deduplication id (SQS MessageDeduplicationId), or null. */
+  dedupeId: string | null;
 }
 
 /** A deleted row, as announced by `message.removed`. */
@@ -69,6 +71,8 @@ export interface NewMessage {
   /** The schedule that sent it, and the tick. */
   schedule?: string | null;
   scheduledFor?: number | null;
+  /** A FIFO message's deduplication id (its key, or the hex SHA-256 of its body). */
+  dedupeId?: string | null;
 }
 
 /** The columns a transition writes, all derived from the machine's next state. */
@@ -132,7 +136,7 @@ const ROW_COLUMNS = `seq, coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, p
   deliveries, crashes, visible_at AS visibleAt, lease_expires_at AS leaseExpiresAt, last_error AS lastError,
   priority, lease_token AS leaseToken, owner, created_at AS createdAt, updated_at AS updatedAt,
   finished_at AS finishedAt, grp, attributes, source_queue AS sourceQueue, first_delivered_at AS firstDeliveredAt,
-  schedule, scheduled_for AS scheduledFor`;
+  schedule, scheduled_for AS scheduledFor, dedupe_id AS dedupeId`;
 
 /** Exported for the query builders of pull consumers (where filters) and the admin listing. */
 export { ROW_COLUMNS };
@@ -164,8 +168,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   };
   const insert = sqlite.prepare(
     `INSERT INTO messages (seq, queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
-       last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for, history)
-     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for, history, dedupe_id)
+     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'activating', 'processing') DO NOTHING`,
   );
   const groupHeadOf = sqlite
@@ -222,14 +226,19 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     `SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at IS NOT NULL
        AND owner IS NOT NULL AND owner != '${ABANDONED}'`,
   ).pluck();
+  // The live-key index is per queue, so the key is dropped; dedupe_id stays, as SQS keeps a
+  // message's MessageDeduplicationId in its dead-letter queue and back.
   const moveQueue = sqlite.prepare(
     `UPDATE messages SET queue = ?, source_queue = ?, dedupe_key = NULL, updated_at = ? WHERE seq = ? AND state = ? AND queue = ?`,
   );
   // A group's oldest live message is its head, every other one waits (see the head column).
-  const rehead = sqlite.prepare(
-    `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')))
-       WHERE queue = ?1 AND grp = ?2 AND state IN ('pending', 'activating', 'processing')`,
+  // Plain ? bound twice (queue, group, queue, group): better-sqlite3 refuses positional values
+  // for numbered ?1/?2 parameters ("Too many parameter values were provided").
+  const reheadStatement = sqlite.prepare(
+    `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing')))
+       WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing')`,
   );
+  const rehead = { run: (queue: string, group: string) => reheadStatement.run(queue, group, queue, group) };
   const arrivalsOf = sqlite.prepare("SELECT n FROM counters WHERE scope = '' AND name = ?").pluck();
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
@@ -316,6 +325,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         row.schedule ?? null,
         row.scheduledFor ?? null,
         recording() ? encodeEntry(row.now, null, 'pending', c.attempt) : null,
+        row.dedupeId ?? null,
       );
       if (info.changes !== 1) return undefined;
       deltas.add(row.queue, 'pending', 1);
@@ -473,9 +483,9 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
       return (nextDelayedIn.get(queue) as number | null | undefined) ?? null;
     },
     /**
-     * Moves a row to another queue (a dead-letter queue, or back from one), keeping its id, body
-     * and attributes; false when it moved on. Its old group gets its next head; in the new queue
-     * it heads its group only if that group has no live message there.
+     * Moves a row to another queue (a dead-letter queue, or back from one), keeping its id, body,
+     * attributes and deduplication id; false when it moved on. Its old group gets its next head;
+     * in the new queue it heads its group only if that group has no live message there.
      */
     move(row: { seq: number; queue: string; state: MessageState; grp: string | null }, to: string, sourceQueue: string | null, now: number): boolean {
       const moved = moveQueue.run(to, sourceQueue, now, row.seq, row.state, row.queue).changes === 1;
@@ -627,6 +637,7 @@ const rowSelection = {
   firstDeliveredAt: messages.firstDeliveredAt,
   schedule: messages.schedule,
   scheduledFor: messages.scheduledFor,
+  dedupeId: messages.dedupeId,
 };
 
 /** The repository's type. */

@@ -63,6 +63,12 @@ export const messages = sqliteTable(
     owner: text('owner'),
     /** Idempotency key (`key:`) or content hash (`content:`), unique per queue while live. */
     dedupeKey: text('dedupe_key'),
+    /**
+     * A FIFO message's deduplication id (SQS MessageDeduplicationId): the send's key, or the hex
+     * SHA-256 of the body under content-based deduplication. Kept for the message's whole life,
+     * unlike its dedupe_window entry, so a receive can return it. Null on other queues.
+     */
+    dedupeId: text('dedupe_id'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     /** When the row reached done or dead: the clock that retention counts from. */

@@ -31,6 +31,8 @@ export interface ReceivedMessage<B = unknown> {
   attributes: MessageAttributes;
   /** FIFO: the message group. */
   group?: string;
+  /** FIFO: the deduplication id, the send's key or the hex SHA-256 of the body (MessageDeduplicationId). */
+  dedupeId?: string;
   /** Strictly increasing per queue (FIFO SequenceNumber). */
   sequence: number;
   /** The queue a dead-letter queue's message came from. */
@@ -89,6 +91,7 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
           visibleAt: m.leaseExpiresAt,
         };
         if (m.row.grp !== null) message.group = m.row.grp;
+        if (m.row.dedupeId !== null) message.dedupeId = m.row.dedupeId;
         if (m.row.sourceQueue !== null) message.sourceQueue = m.row.sourceQueue;
         return message;
       });

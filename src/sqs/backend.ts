@@ -37,11 +37,8 @@ export interface BackendReceiveOptions {
   signal?: AbortSignal;
 }
 
-/**
- * A received message as the core hands it out (the wire never reads its lease deadline), and its
- * deduplication id once the core keeps one (not yet: see the README's differences from SQS).
- */
-export type ReceivedMessage = Omit<CoreReceivedMessage, 'visibleAt'> & { dedupeId?: string };
+/** A received message as the core hands it out (the wire never reads its lease deadline). */
+export type ReceivedMessage = Omit<CoreReceivedMessage, 'visibleAt'>;
 
 /** The subset of `Spool` that `createSqsHandler` calls. */
 export interface SqsBackend {

@@ -118,4 +118,25 @@ describe('FIFO queues', () => {
     expect(await spool.send('c.fifo', { same: true }, { group: 'g' })).toBe(a);
     expect(await spool.send('c.fifo', { same: false }, { group: 'g' })).not.toBe(a);
   });
+
+  it('moves a group head past maxReceiveCount to the dead-letter queue; the next of its group heads it', async () => {
+    const spool = spools.open();
+    await spool.queues.create('dlq.fifo', { fifo: true });
+    await spool.queues.create('src.fifo', { fifo: true, contentDedupe: true, deadLetter: { queue: 'dlq.fifo', maxReceiveCount: 1 } });
+    const poison = await spool.send('src.fifo', 'poison', { group: 'g' });
+    const next = await spool.send('src.fifo', 'next', { group: 'g' });
+    expect((await spool.receive('src.fifo', { max: 10, visibilityTimeoutMs: 0 })).map((m) => m.id)).toEqual([poison]);
+    // Its second hand-out would pass maxReceiveCount: it moves, and its group goes on without it
+    // (from the receive that moved it, or the one after).
+    const after = await spool.receive('src.fifo', { max: 10 });
+    const heads = after.length > 0 ? after : await spool.receive('src.fifo', { max: 10 });
+    expect(heads.map((m) => m.id)).toEqual([next]);
+    const [dead] = await spool.receive('dlq.fifo');
+    expect(dead).toMatchObject({ id: poison, group: 'g', sourceQueue: 'src.fifo' });
+    await spool.deleteMessage('src.fifo', heads[0]!.receipt);
+    await spool.changeVisibility('dlq.fifo', dead!.receipt, 0);
+    // Redriven back into its now empty group, it heads it again.
+    expect(await spool.queues.redrive('dlq.fifo')).toMatchObject({ moved: 1 });
+    expect((await spool.receive('src.fifo', { max: 10 })).map((m) => m.id)).toEqual([poison]);
+  });
 });

@@ -3,7 +3,12 @@
  * f98f2f4) migrates at start() with every message intact: ids (the old UUIDs), states, payloads,
  * counts, priorities, delays, dead letters with their errors, kept done rows, idempotency keys,
  * settings overrides; the message left in flight by a crash is recovered with its crash counted.
+ *
+ * A database at migration 0002 (`test/fixtures/schema-0002.db`, made by make-0002-db.ts at commit
+ * fbfb3f7) gains messages.dedupe_id (0003) at open, with its messages, leases, FIFO deduplication
+ * windows, idempotency keys and dead letters intact.
  */
+import { createHash } from 'node:crypto';
 import { copyFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { messageMachine } from '../../src/index.js';
@@ -75,5 +80,65 @@ describe('migrating a 0.1.0 database', () => {
     const drained = reached(spool.events$, 'done', 2, 'email');
     await spool.settings.update({ queues: { email: { paused: false } } });
     await drained;
+  });
+});
+
+const FIXTURE_0002 = new URL('../fixtures/schema-0002.db', import.meta.url);
+/** The ids make-0002-db.ts printed, and the fixed clock it ran on. */
+const ID_0002 = { inflight: '1', pending: '2', behind: '3', content: '4', dead: '5', keyed: '6', push: '7' };
+const MADE_AT = 1_796_090_000_000;
+
+describe('migrating a database at migration 0002', () => {
+  const columns = () => readDb(spools.path, (c) => (c.prepare('PRAGMA table_xinfo(messages)').all() as { name: string }[]).map((col) => col.name));
+  const applied = () => readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get());
+
+  it('adds messages.dedupe_id and keeps every message, lease, deduplication window and key', async () => {
+    copyFileSync(FIXTURE_0002, spools.path);
+    expect(applied()).toBe(3);
+    expect(columns()).not.toContain('dedupe_id');
+    // A minute after the fixture was made: its FIFO windows (5 min) and its 10-minute lease still run.
+    const clock = createTestClock(MADE_AT + 60_000);
+    const spool = spools.open({ clock });
+
+    expect((await spool.stats()).queues).toEqual({
+      'pay.fifo': { pending: 2, activating: 0, processing: 1, dead: 0, done: 0 },
+      'c.fifo': { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
+      std: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
+      'std-dlq': { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
+      email: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
+    });
+    expect(applied()).toBe(4);
+    expect(columns()).toContain('dedupe_id');
+    // Rows stored before 0003 have no deduplication id: the column is added empty.
+    expect(readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM messages WHERE dedupe_id IS NOT NULL').pluck().get())).toBe(0);
+    expect(await spool.get(ID_0002.push)).toMatchObject({ queue: 'email', state: 'pending', payload: { to: 'push@example.com' } });
+    expect(await spool.get(ID_0002.inflight)).toMatchObject({ queue: 'pay.fifo', state: 'processing', payload: 'pay 30', group: 'c7', leaseExpiresAt: MADE_AT + 600_000 });
+    expect(await spool.get(ID_0002.behind)).toMatchObject({ queue: 'pay.fifo', state: 'pending', payload: 'pay 20', group: 'c42' });
+
+    // FIFO: the group's head comes out (its other group is in flight), with no deduplication id.
+    const [head, ...rest] = await spool.receive('pay.fifo', { max: 10 });
+    expect(rest).toEqual([]);
+    expect(head).toMatchObject({ id: ID_0002.pending, body: 'pay 10', group: 'c42', receiveCount: 1 });
+    expect(head).not.toHaveProperty('dedupeId');
+    // The deduplication windows came through: a resend inside them answers the first id.
+    expect(await spool.send('pay.fifo', 'pay 10 again', { group: 'c42', key: 'tx-1' })).toBe(ID_0002.pending);
+    expect(await spool.send('c.fifo', 'same body', { group: 'other' })).toBe(ID_0002.content);
+    // New sends store their deduplication id.
+    const fresh = await spool.send('pay.fifo', 'pay 40', { group: 'n', key: 'tx-4' });
+    expect(Number(fresh)).toBeGreaterThan(7);
+    expect(await spool.receive('pay.fifo', { max: 10 })).toMatchObject([{ id: fresh, dedupeId: 'tx-4' }]);
+    await spool.send('c.fifo', 'new body', { group: 'h' });
+    const content = await spool.receive('c.fifo', { max: 10 });
+    expect(content.map((m) => [m.body, m.dedupeId])).toEqual([
+      ['same body', undefined],
+      ['new body', createHash('sha256').update('new body').digest('hex')],
+    ]);
+
+    // The standard queue's live idempotency key and the dead letter's source came through too.
+    expect(await spool.send('std', 'keyed again', { key: 'k-1' })).toBe(ID_0002.keyed);
+    expect(await spool.receive('std-dlq')).toMatchObject([{ id: ID_0002.dead, body: 'poison', sourceQueue: 'std' }]);
+    // And the lease taken before the upgrade runs out on its own deadline.
+    clock.advance(MADE_AT + 600_000 - clock.now());
+    expect((await spool.receive('pay.fifo', { max: 10 })).find((m) => m.id === ID_0002.inflight)).toMatchObject({ body: 'pay 30', receiveCount: 2 });
   });
 });

@@ -112,8 +112,7 @@ describe('FIFO queues (§9.12)', () => {
     expect(again.SequenceNumber).toBe(first.SequenceNumber);
     const delivered = await receive(c, QueueUrl);
     expect(delivered.map((m) => m.Body)).toEqual(['pay 10']);
-    // MessageDeduplicationId is not among them yet: the core's ReceivedMessage has no dedupeId (see the README's differences).
-    expect(delivered[0]?.Attributes).toMatchObject({ MessageGroupId: 'c42', SequenceNumber: first.SequenceNumber });
+    expect(delivered[0]?.Attributes).toMatchObject({ MessageGroupId: 'c42', SequenceNumber: first.SequenceNumber, MessageDeduplicationId: 'tx-1' });
   });
 
   it('forgets a deduplication id after the 5-minute window (injected clock)', async () => {
