@@ -231,14 +231,17 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const moveQueue = sqlite.prepare(
     `UPDATE messages SET queue = ?, source_queue = ?, dedupe_key = NULL, updated_at = ? WHERE seq = ? AND state = ? AND queue = ?`,
   );
-  // A group's oldest live message is its head, every other one waits (see the head column).
-  // Plain ? bound twice (queue, group, queue, group): better-sqlite3 refuses positional values
-  // for numbered ?1/?2 parameters ("Too many parameter values were provided").
+  // A group's head: its message in flight if it has one (one at a time per group), else its oldest
+  // pending message; every other one waits (see the head column). A message moved back into a
+  // group (a redrive) with an older seq than the one in flight must not head it beside that one.
+  // Plain ? bound per use: better-sqlite3 refuses positional values for numbered ?1/?2 parameters.
   const reheadStatement = sqlite.prepare(
-    `UPDATE messages SET head = (seq = (SELECT min(seq) FROM messages WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing')))
+    `UPDATE messages SET head = (seq = coalesce(
+         (SELECT min(seq) FROM messages WHERE queue = ? AND grp = ? AND state IN ('activating', 'processing')),
+         (SELECT min(seq) FROM messages WHERE queue = ? AND grp = ? AND state = 'pending')))
        WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing')`,
   );
-  const rehead = { run: (queue: string, group: string) => reheadStatement.run(queue, group, queue, group) };
+  const rehead = { run: (queue: string, group: string) => reheadStatement.run(queue, group, queue, group, queue, group) };
   const arrivalsOf = sqlite.prepare("SELECT n FROM counters WHERE scope = '' AND name = ?").pluck();
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
@@ -485,7 +488,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     /**
      * Moves a row to another queue (a dead-letter queue, or back from one), keeping its id, body,
      * attributes and deduplication id; false when it moved on. Its old group gets its next head;
-     * in the new queue it heads its group only if that group has no live message there.
+     * in the new queue it waits while its group has a message in flight there, then goes by seq.
      */
     move(row: { seq: number; queue: string; state: MessageState; grp: string | null }, to: string, sourceQueue: string | null, now: number): boolean {
       const moved = moveQueue.run(to, sourceQueue, now, row.seq, row.state, row.queue).changes === 1;

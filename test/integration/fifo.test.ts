@@ -139,4 +139,29 @@ describe('FIFO queues', () => {
     expect(await spool.queues.redrive('dlq.fifo')).toMatchObject({ moved: 1 });
     expect((await spool.receive('src.fifo', { max: 10 })).map((m) => m.id)).toEqual([poison]);
   });
+
+  it('a message redriven into a group that has one in flight waits for it, then goes by its send order', async () => {
+    const spool = spools.open();
+    await spool.queues.create('dlq.fifo', { fifo: true });
+    await spool.queues.create('src.fifo', { fifo: true, contentDedupe: true, deadLetter: { queue: 'dlq.fifo', maxReceiveCount: 1 } });
+    const poison = await spool.send('src.fifo', 'poison', { group: 'g' });
+    const second = await spool.send('src.fifo', 'second', { group: 'g' });
+    const third = await spool.send('src.fifo', 'third', { group: 'g' });
+    expect((await spool.receive('src.fifo', { max: 10, visibilityTimeoutMs: 0 })).map((m) => m.id)).toEqual([poison]);
+    const after = await spool.receive('src.fifo', { max: 1 });
+    const [inFlight] = after.length > 0 ? after : await spool.receive('src.fifo', { max: 1 });
+    expect(inFlight?.id).toBe(second);
+    // The old, lower-sequenced message comes back while `second` is still in flight.
+    expect(await spool.queues.redrive('dlq.fifo')).toMatchObject({ moved: 1 });
+    // One in flight per group: nothing of g is handed out until `second` ends.
+    expect(await spool.receive('src.fifo', { max: 10 })).toEqual([]);
+    await spool.deleteMessage('src.fifo', inFlight!.receipt);
+    // Then the group goes on in send order: the redriven message, then the one sent after it.
+    const back = await spool.receive('src.fifo', { max: 10 });
+    expect(back.map((m) => m.id)).toEqual([poison]);
+    expect(await spool.receive('src.fifo', { max: 10 })).toEqual([]);
+    await spool.deleteMessage('src.fifo', back[0]!.receipt);
+    const [last] = await spool.receive('src.fifo', { max: 10 });
+    expect(last?.id).toBe(third);
+  });
 });
