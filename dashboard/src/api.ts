@@ -128,6 +128,12 @@ export interface MessageInfo {
   visibleAt: number;
   finishedAt: number | null;
   lastError: StoredError | null;
+  sequence: number;
+  leaseExpiresAt: number | null;
+  firstDeliveredAt: number | null;
+  group?: string;
+  sourceQueue?: string;
+  dedupeId?: string;
 }
 
 export interface HistoryEntry {

@@ -95,6 +95,8 @@ export interface MessageInfo {
   attributes?: MessageAttributes;
   /** The queue it came from (only on a message moved to a dead-letter queue). */
   sourceQueue?: string;
+  /** Its FIFO deduplication id, SQS MessageDeduplicationId (only on a FIFO queue's message). */
+  dedupeId?: string;
 }
 
 /** `schedule` and `scheduledFor` of a scheduled message's row; nothing for any other. */
@@ -126,9 +128,11 @@ export function toMessageInfo(row: MessageRow): MessageInfo {
   };
 }
 
-/** group, attributes and sourceQueue, each only when the row has it. */
-function optionalFields(row: MessageRow): Pick<MessageInfo, 'group' | 'attributes' | 'sourceQueue'> {
-  const out: Pick<MessageInfo, 'group' | 'attributes' | 'sourceQueue'> = {};
+type OptionalField = 'group' | 'attributes' | 'sourceQueue' | 'dedupeId';
+
+/** group, attributes, sourceQueue and dedupeId, each only when the row has it. */
+function optionalFields(row: MessageRow): Pick<MessageInfo, OptionalField> {
+  const out: Pick<MessageInfo, OptionalField> = {};
   if (row.grp !== null) out.group = row.grp;
   if (row.attributes !== null) {
     try {
@@ -138,6 +142,7 @@ function optionalFields(row: MessageRow): Pick<MessageInfo, 'group' | 'attribute
     }
   }
   if (row.sourceQueue !== null) out.sourceQueue = row.sourceQueue;
+  if (row.dedupeId !== null) out.dedupeId = row.dedupeId;
   return out;
 }
 

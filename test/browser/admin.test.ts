@@ -156,6 +156,22 @@ describe('dashboard in chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  it("shows an SQS message's group, deduplication id and the queue it was moved from", async () => {
+    const { spool, base } = await spoolWithTraffic();
+    await spool.queues.create('dlq.fifo', { fifo: true });
+    await spool.queues.create('orders.fifo', { fifo: true, deadLetter: { queue: 'dlq.fifo', maxReceiveCount: 1 } });
+    const id = await spool.send('orders.fifo', { order: 9 }, { group: 'customer-7', key: 'order-9' });
+    await spool.receive('orders.fifo', { visibilityTimeoutMs: 0 });
+    // Its second hand-out would pass maxReceiveCount: it moves to dlq.fifo.
+    expect(await spool.receive('orders.fifo')).toEqual([]);
+    expect(await spool.get(id)).toMatchObject({ queue: 'dlq.fifo', sourceQueue: 'orders.fifo', group: 'customer-7', dedupeId: 'order-9' });
+    const { page, errors } = await openPage(base, `#/message/${id}`);
+    await page.waitForSelector('[data-testid="group"]:text("customer-7")');
+    await page.waitForSelector('[data-testid="dedupe-id"]:text("order-9")');
+    await page.waitForSelector('[data-testid="source-queue"]:text("orders.fifo")');
+    expect(errors).toEqual([]);
+  });
+
   it('finds a message by a payload field with the search box', async () => {
     const { spool, base } = await spoolWithTraffic();
     const ids = await sendHeld(spool, 60);

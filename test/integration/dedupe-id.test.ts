@@ -22,6 +22,8 @@ describe('dedupeId of a received message', () => {
     clock.advance(300_001);
     const [m] = await spool.receive('pay.fifo');
     expect(m).toMatchObject({ id, group: 'c42', dedupeId: 'tx-1' });
+    // get() shows it too, as the admin API and the dashboard do.
+    expect(await spool.get(id)).toMatchObject({ id, group: 'c42', dedupeId: 'tx-1' });
     expect(readDb(spools.path, (c) => c.prepare('SELECT dedupe_id FROM messages WHERE seq = ?').pluck().get(Number(id)))).toBe('tx-1');
   });
 
@@ -53,7 +55,10 @@ describe('dedupeId of a received message', () => {
     await spool.send('std', 'plain');
     const received = await spool.receive('std', { max: 10 });
     expect(received.map((m) => m.body).sort()).toEqual(['keyed', 'plain']);
-    for (const m of received) expect(m).not.toHaveProperty('dedupeId');
+    for (const m of received) {
+      expect(m).not.toHaveProperty('dedupeId');
+      expect(await spool.get(m.id)).not.toHaveProperty('dedupeId');
+    }
   });
 
   it('survives a restart', async () => {

@@ -78,6 +78,11 @@ function Details({ m }: { m: MessageDetail }) {
         <dt>Updated</dt><dd>${time(m.updatedAt)}</dd>
         <dt>Visible at</dt><dd>${time(m.visibleAt)}</dd>
         <dt>Finished</dt><dd>${time(m.finishedAt)}</dd>
+        <dt>First delivered</dt><dd>${time(m.firstDeliveredAt)}</dd>
+        <dt>Lease expires</dt><dd>${time(m.leaseExpiresAt)}</dd>
+        ${m.group === undefined ? null : html`<dt>Group</dt><dd class="mono" data-testid="group">${m.group}</dd>`}
+        ${m.dedupeId === undefined ? null : html`<dt>Deduplication id</dt><dd class="mono" data-testid="dedupe-id">${m.dedupeId}</dd>`}
+        ${m.sourceQueue === undefined ? null : html`<dt>Moved from</dt><dd><a href=${link.queue(m.sourceQueue)} data-testid="source-queue">${m.sourceQueue}</a></dd>`}
       </dl>
       <h2>Payload</h2>
       <pre class="code" data-testid="payload">${JSON.stringify(m.payload, null, 2)}</pre>
