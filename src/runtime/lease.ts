@@ -63,6 +63,9 @@ export function handedOutAt(token: string): number | undefined {
 /** Expired leases reclaimed per lease call, at most (the rest in later calls). */
 const EXPIRE_BATCH = 100;
 
+/** leaseRow's answer for a row it moved to the dead-letter queue instead of handing it out. */
+const MOVED = Symbol('moved');
+
 /** Creates the leaser over the repository, the settings and the queue directory. */
 export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime; directory: QueueDirectory; random: () => number }) {
   const { repo, settings, directory } = deps;
@@ -116,23 +119,28 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
         const want = Math.min(req.max - out.length, allowed);
         const rows = candidates(queue, want, req.where);
         let took = 0;
+        let moved = 0;
         for (const row of rows) {
           const taken = leaseRow(row, req, now, log);
-          if (taken) (out.push(taken), (took += 1));
+          if (taken === MOVED) moved += 1;
+          else if (taken) (out.push(taken), (took += 1));
         }
         // Counted before the commit: a rolled-back lease only makes the window stricter.
         if (took > 0 && req.gate) req.gate.recordStarts(queue, took);
         allowed -= took;
-        // Fewer rows than asked: the queue has no more for now. (A row redriven or taken by
-        // another consumer meanwhile may leave room: the next query finds the ones behind it.)
-        if (rows.length < want || out.length === req.max) break;
+        // Fewer rows than asked: the queue has no more for now, unless a row moved to the
+        // dead-letter queue: the next query then finds the ones behind it (a FIFO group's next
+        // head among them), so one receive hands them out. Each move takes a row out of the
+        // queue, so this ends. (A row taken by another consumer meanwhile waits for the next call.)
+        if ((rows.length < want && moved === 0) || out.length === req.max) break;
       }
       if (out.length === req.max) break;
     }
     return out;
   }
 
-  function leaseRow(row: MessageRow, req: LeaseRequest, now: number, log: Announcement[]): Leased | undefined {
+  /** Leases one row; MOVED when it went to the dead-letter queue instead, undefined when not taken. */
+  function leaseRow(row: MessageRow, req: LeaseRequest, now: number, log: Announcement[]): Leased | typeof MOVED | undefined {
     let pending: MessageMachineState;
     let payload: unknown;
     try {
@@ -148,8 +156,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
       if (!repo.write({ ...transitionRow(row, { state: 'pending', token: null }, activating, { token: null, owner: null }, now), group: row.grp })) return undefined;
       log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'pending', to: 'activating', attempt: activating.context.attempt });
       const error = { code: 'MAX_RECEIVES', message: `Received ${pending.context.deliveries} times, the queue's maxReceiveCount` };
-      applyTransition(repo, row, activating, null, { type: 'REJECT', at: now, error }, now, log, directory.dlqOf);
-      return undefined;
+      return applyTransition(repo, row, activating, null, { type: 'REJECT', at: now, error }, now, log, directory.dlqOf) ? MOVED : undefined;
     }
     const leaseExpiresAt = now + req.leaseMs(row.queue);
     const processing = machine.step(activating, { type: 'START', at: now, leaseExpiresAt });

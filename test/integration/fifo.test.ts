@@ -126,10 +126,9 @@ describe('FIFO queues', () => {
     const poison = await spool.send('src.fifo', 'poison', { group: 'g' });
     const next = await spool.send('src.fifo', 'next', { group: 'g' });
     expect((await spool.receive('src.fifo', { max: 10, visibilityTimeoutMs: 0 })).map((m) => m.id)).toEqual([poison]);
-    // Its second hand-out would pass maxReceiveCount: it moves, and its group goes on without it
-    // (from the receive that moved it, or the one after).
-    const after = await spool.receive('src.fifo', { max: 10 });
-    const heads = after.length > 0 ? after : await spool.receive('src.fifo', { max: 10 });
+    // Its second hand-out would pass maxReceiveCount: it moves, and the receive that moved it
+    // hands out the next of its group (no empty answer while the group has a message).
+    const heads = await spool.receive('src.fifo', { max: 10 });
     expect(heads.map((m) => m.id)).toEqual([next]);
     const [dead] = await spool.receive('dlq.fifo');
     expect(dead).toMatchObject({ id: poison, group: 'g', sourceQueue: 'src.fifo' });
