@@ -213,6 +213,26 @@ async function main() {
     const noHistory: BenchSystem[] = VARIANT_SYSTEMS.filter((s) => o.systems.has(s)).map((s) => systemFor('drain-c8-nohistory', s));
     const quick = QUICK.filter((w) => o.only.has(w));
 
+    // Pull workloads: Spool only, run in each repetition right after the quick workloads, so that
+    // the ratio to that repetition's drain-c8 compares runs made minutes apart at most, in the
+    // same process state (run after all three repetitions, they met a grown heap and another load).
+    const pulls = PULLS.filter((w) => o.only.has(w));
+    const runPulls = async (rep: number, durability: Durability) => {
+      if (!pulls.length || !o.systems.has('spool')) return;
+      const parts: string[] = [];
+      for (const workload of pulls) {
+        collectGarbage();
+        try {
+          const metrics = await runPull(workload, durability === 'full' ? o.fullN : o.n, durability, o.batch, o.dir);
+          samples.push({ workload, system: 'spool', durability, rep, metrics });
+          parts.push(`${workload} ${short(metrics)}`);
+        } catch (error) {
+          failures.push(`${workload} spool ${durability} rep ${rep}: ${(error as Error).message}`);
+        }
+      }
+      log(`rep ${rep}/${o.reps} ${durability.padEnd(6)} pull       spool ${parts.join(' | ')}`);
+    };
+
     // Workloads 1–5: repetition outermost, so every repetition has its own floor to compare with.
     for (let rep = 1; rep <= o.reps && quick.length; rep++) {
       for (const durability of o.durability) {
@@ -233,27 +253,12 @@ async function main() {
           }
           log(`rep ${rep}/${o.reps} ${durability.padEnd(6)} ${workload.padEnd(10)} ${parts.join(' | ')}`);
         }
+        await runPulls(rep, durability);
       }
     }
+    // --only naming pull workloads and no quick ones: the pulls still run, once per repetition.
+    for (let rep = 1; rep <= o.reps && !quick.length; rep++) for (const durability of o.durability) await runPulls(rep, durability);
 
-    // Pull workloads: Spool only, each repetition beside its own drain-c8 figure.
-    const pulls = PULLS.filter((w) => o.only.has(w));
-    for (let rep = 1; rep <= o.reps && pulls.length && o.systems.has('spool'); rep++) {
-      for (const durability of o.durability) {
-        const parts: string[] = [];
-        for (const workload of pulls) {
-          collectGarbage();
-          try {
-            const metrics = await runPull(workload, durability === 'full' ? o.fullN : o.n, durability, o.batch, o.dir);
-            samples.push({ workload, system: 'spool', durability, rep, metrics });
-            parts.push(`${workload} ${short(metrics)}`);
-          } catch (error) {
-            failures.push(`${workload} spool ${durability} rep ${rep}: ${(error as Error).message}`);
-          }
-        }
-        log(`rep ${rep}/${o.reps} ${durability.padEnd(6)} pull       spool ${parts.join(' | ')}`);
-      }
-    }
     for (let rep = 1; rep <= o.reps && o.only.has('wake') && o.systems.has('spool'); rep++) {
       try {
         const metrics = await runWake(o.dir);
