@@ -35,8 +35,10 @@ export function recover(deps: SupervisorDeps, claimer: Claimer, announce: Announ
         const { maxCrashes } = policyFor(settings.get(), row.queue);
         const crashed = row.owner !== ABANDONED;
         const next = machine.step(state, { type: 'RECOVER', at: now, maxCrashes, crashed });
-        repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, next, { token: null, owner: null }, now));
         const to = next.value;
+        // The timeline and the failed-attempt counts say why the attempt ended without an outcome.
+        const code = to === 'dead' ? 'CRASH_LOOP' : crashed ? 'CRASHED' : 'STOPPED';
+        repo.write({ ...transitionRow(row, { state: row.state, token: row.leaseToken }, next, { token: null, owner: null }, now), code });
         announced.push({ row, to, attempt: next.context.attempt, error: next.context.lastError?.code === 'CRASH_LOOP' && to === 'dead' ? next.context.lastError : null });
         crashPoint('recovery.midway');
       }

@@ -201,6 +201,10 @@ describe('stop()', () => {
       'activating→processing',
       'processing→done',
     ]);
+    // The timeline says why the first attempt ended without an outcome: the stop gave up on it.
+    const kept = await spool.removedHistory(id);
+    expect(kept!.history.filter((h) => h.code !== undefined)).toEqual([expect.objectContaining({ from: 'processing', to: 'pending', code: 'STOPPED', attempt: 1 })]);
+    expect(spool.telemetry().failed).toMatchObject({ STOPPED: 1 });
   });
 });
 

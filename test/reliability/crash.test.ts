@@ -144,8 +144,12 @@ describe('SIGKILL mid-handler', () => {
     expect(await error).toMatchObject({ code: 'CRASH_LOOP' });
     expect(await dead).toMatchObject({ from: 'processing', to: 'dead' });
 
-    const info = await spool.get(id);
+    const info = await spool.get(id, { history: true });
     expect(info).toMatchObject({ id, state: 'dead', deliveries: maxCrashes, lastError: { code: 'CRASH_LOOP' } });
+    // The timeline says why each attempt ended: CRASHED after each kill that recovery returned to
+    // pending, CRASH_LOOP for the last.
+    const ends = info!.history.filter((h) => h.from === 'processing').map((h) => `${h.to} ${h.code}`);
+    expect(ends).toEqual([...Array.from({ length: maxCrashes - 1 }, () => 'pending CRASHED'), 'dead CRASH_LOOP']);
     expect(readRow(path, id)).toMatchObject({ state: 'dead', value: 'dead', errorCode: 'CRASH_LOOP', leased: 0 });
     expect(await spool.dead('jobs')).toHaveLength(1);
     expect(ran).toBe(false);
