@@ -43,6 +43,14 @@ export function tempDir(base: string | undefined, prefix = 'spool-bench-'): { di
 /** Monotonic milliseconds. */
 export const now = (): number => performance.now();
 
+/**
+ * Milliseconds on the system-wide monotonic clock (CLOCK_MONOTONIC, via hrtime): comparable between
+ * processes of one machine. `performance.timeOrigin + performance.now()` is not: each process fixes
+ * its origin from the wall clock at start, so a wall clock that is slewed or stepped meanwhile (on
+ * this VM, seconds over a bench run) shows up as a constant offset between a parent and its child.
+ */
+export const systemNow = (): number => Number(process.hrtime.bigint()) / 1e6;
+
 let gcFn: (() => void) | undefined;
 
 /**

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createSpool } from '../../dist/src/index.js';
 import { runChild } from './child-runner.js';
-import { collectGarbage, type Durability, now, payload, payloads, sleep, tempDir } from './common.js';
+import { collectGarbage, type Durability, now, payload, payloads, sleep, systemNow, tempDir } from './common.js';
 import { openAppSpool, SPOOL_QUEUE } from './systems/spool.js';
 import type { Metrics } from './workloads.js';
 
@@ -116,7 +116,7 @@ async function sendEvery(producer: ReturnType<typeof createSpool>, queue: string
 async function sendWakes(producer: ReturnType<typeof createSpool>) {
   for (let i = 0; i < WAKE.sends; i++) {
     await sleep(WAKE.spacingMs);
-    await producer.send('wake', { i, sentAt: performance.timeOrigin + performance.now() });
+    await producer.send('wake', { i, sentAt: systemNow() });
   }
 }
 

@@ -6,7 +6,7 @@ import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CHILD_CONCURRENCY, childMain, type ChildSpec } from '../child.js';
-import { collectGarbage, deferred, now, percentile, tempDir } from '../common.js';
+import { collectGarbage, deferred, now, percentile, systemNow, tempDir } from '../common.js';
 import { createSpool } from '../../../dist/src/index.js';
 import { openAppSpool, spoolSystem } from '../systems/spool.js';
 import type { Metrics } from '../workloads.js';
@@ -121,7 +121,7 @@ async function wake(spec: Extract<ChildSpec, { mode: 'wake' }>): Promise<Metrics
   while (latencies.length < spec.sends) {
     const m = await consumer.wait<{ sentAt: number }>('wake', { timeoutMs: 10_000 });
     if (!m) throw new Error(`no wake-up within 10 s after ${latencies.length} of ${spec.sends}`);
-    latencies.push(performance.timeOrigin + performance.now() - m.payload.sentAt);
+    latencies.push(systemNow() - m.payload.sentAt);
   }
   await consumer.close();
   await spool.close();
