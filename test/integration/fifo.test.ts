@@ -82,6 +82,14 @@ describe('message groups', () => {
   });
 });
 
+/** A spool with src.fifo (content dedupe), whose messages move to dlq.fifo on their second hand-out. */
+async function withDeadLetterQueue() {
+  const spool = spools.open();
+  await spool.queues.create('dlq.fifo', { fifo: true });
+  await spool.queues.create('src.fifo', { fifo: true, contentDedupe: true, deadLetter: { queue: 'dlq.fifo', maxReceiveCount: 1 } });
+  return spool;
+}
+
 describe('FIFO queues', () => {
   it('require a group and a deduplication id (unless contentDedupe), and refuse delays and priorities', async () => {
     const spool = spools.open();
@@ -120,9 +128,7 @@ describe('FIFO queues', () => {
   });
 
   it('moves a group head past maxReceiveCount to the dead-letter queue; the next of its group heads it', async () => {
-    const spool = spools.open();
-    await spool.queues.create('dlq.fifo', { fifo: true });
-    await spool.queues.create('src.fifo', { fifo: true, contentDedupe: true, deadLetter: { queue: 'dlq.fifo', maxReceiveCount: 1 } });
+    const spool = await withDeadLetterQueue();
     const poison = await spool.send('src.fifo', 'poison', { group: 'g' });
     const next = await spool.send('src.fifo', 'next', { group: 'g' });
     expect((await spool.receive('src.fifo', { max: 10, visibilityTimeoutMs: 0 })).map((m) => m.id)).toEqual([poison]);
@@ -140,9 +146,7 @@ describe('FIFO queues', () => {
   });
 
   it('a message redriven into a group that has one in flight waits for it, then goes by its send order', async () => {
-    const spool = spools.open();
-    await spool.queues.create('dlq.fifo', { fifo: true });
-    await spool.queues.create('src.fifo', { fifo: true, contentDedupe: true, deadLetter: { queue: 'dlq.fifo', maxReceiveCount: 1 } });
+    const spool = await withDeadLetterQueue();
     const poison = await spool.send('src.fifo', 'poison', { group: 'g' });
     const second = await spool.send('src.fifo', 'second', { group: 'g' });
     const third = await spool.send('src.fifo', 'third', { group: 'g' });
