@@ -234,14 +234,14 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   // A group's head: its message in flight if it has one (one at a time per group), else its oldest
   // pending message; every other one waits (see the head column). A message moved back into a
   // group (a redrive) with an older seq than the one in flight must not head it beside that one.
-  // Plain ? bound per use: better-sqlite3 refuses positional values for numbered ?1/?2 parameters.
+  // Named parameters, bound once each (better-sqlite3 refuses positional values for ?1/?2).
   const reheadStatement = sqlite.prepare(
     `UPDATE messages SET head = (seq = coalesce(
-         (SELECT min(seq) FROM messages WHERE queue = ? AND grp = ? AND state IN ('activating', 'processing')),
-         (SELECT min(seq) FROM messages WHERE queue = ? AND grp = ? AND state = 'pending')))
-       WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing')`,
+         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND state IN ('activating', 'processing')),
+         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND state = 'pending')))
+       WHERE queue = @queue AND grp = @group AND state IN ('pending', 'activating', 'processing')`,
   );
-  const rehead = { run: (queue: string, group: string) => reheadStatement.run(queue, group, queue, group, queue, group) };
+  const rehead = { run: (queue: string, group: string) => reheadStatement.run({ queue, group }) };
   const arrivalsOf = sqlite.prepare("SELECT n FROM counters WHERE scope = '' AND name = ?").pluck();
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
