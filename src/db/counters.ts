@@ -1,19 +1,25 @@
 /**
- * The `counters` table, kept without a trigger and without an index on `messages`:
- * - Row counts per queue and state: the repository records a delta for every row it inserts,
- *   moves or deletes, and the deltas of a transaction are written just before it commits (one
- *   upsert per queue and state touched, not one per row).
- * - The seq high-water mark (`last_seq`): the seq of a new message is the next one after it, so
- *   a seq, and the id made from it, is never reused even when the newest row is deleted.
+ * The `counters` table, kept without an index on `messages`:
+ * - Row counts per queue and state. The repository records a delta for every row it moves or
+ *   deletes, and the deltas of a transaction are written just before it commits (one upsert per
+ *   queue and state touched, not one per row).
+ * - The fold mark (`last_seq`): the seq of a new message is the next one after it (or after the
+ *   newest row), so a seq, and the id made from it, is never reused even when the newest row is
+ *   deleted.
  * - Arrivals per queue (scope '', name `arrivals:<queue>`): how many rows ever entered `pending`
  *   there (a send, a retry, an abort, a requeue, a move) or became claimable in it (a group's next
  *   head, when the message before it left). It only grows, so a pull waiter in
  *   another process can tell from one small read whether its queues got anything since it looked,
  *   instead of querying the messages at every commit of any queue (see pull/wait-room.ts).
- * Both live in the one small table, so a commit that inserts writes one page for them, not two.
- * Savepoints that roll back take their deltas and seqs with them, so the counts always agree with
- * `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash checker
- * compare the two).
+ *
+ * A send does not write this table: its row, above the mark, is "unfolded", and readers add the
+ * unfolded rows to the stored counts (UNFOLDED_SQL). Two triggers (migration 0004) fold them in,
+ * counts, arrivals and mark, before any unfolded row is updated or deleted, by any connection; and
+ * a transaction folds them itself once the unfolded range reaches FOLD_EVERY seqs, which bounds
+ * what a reader scans. So a one-by-one send commits two B-tree pages (its row and its claim-index
+ * entry), not three. Savepoints that roll back take their deltas with them, so the counts always
+ * agree with `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash
+ * checker compare the two).
  */
 import type Database from 'better-sqlite3';
 import type { MessageState } from '../../machines/message.machine.js';
@@ -27,7 +33,7 @@ export interface Counters {
   arrived(queue: string): void;
   /** The delta recorded so far in this transaction for one queue and state. */
   pending(queue: string, state: MessageState): number;
-  /** The seq for the next new message (inside a write transaction). */
+  /** The seq for the next new message (inside a write transaction); its row stays unfolded. */
   nextSeq(): number;
   /** Counts a committed outcome for telemetry (kept in memory only, with the transaction). */
   tally(outcome: 'sent' | 'completed' | 'dead'): void;
@@ -50,11 +56,35 @@ export function arrivalsName(queue: string): string {
   return `arrivals:${queue}`;
 }
 
+/** The fold mark: rows with a greater seq are not yet in the counts. */
+const MARK_SQL = "(SELECT n FROM counters WHERE scope = '' AND name = 'last_seq')";
+
+/** Sends above the mark before a transaction folds them itself (a reader scans at most these). */
+export const FOLD_EVERY = 64;
+
+/** The unfolded rows of `@queue` in `@state`: add them to the stored count. */
+export const UNFOLDED_SQL = `(SELECT count(*) FROM messages WHERE seq > ${MARK_SQL} AND queue = @queue AND state = @state)`;
+
+/** The stored count of `@queue` in `@state` plus its unfolded rows. */
+export const COUNT_SQL = `SELECT coalesce((SELECT n FROM counters WHERE scope = @queue AND name = @state), 0) + ${UNFOLDED_SQL}`;
+
+/** The arrivals of `@queue`, unfolded pending rows included (the value a waiter compares). */
+export const ARRIVALS_SQL = `coalesce((SELECT n FROM counters WHERE scope = '' AND name = 'arrivals:' || @queue), 0)
+  + (SELECT count(*) FROM messages WHERE seq > ${MARK_SQL} AND queue = @queue AND state = 'pending')`;
+
+/** Every queue's count per state (positive ones), unfolded rows included, by queue and state. */
+export const COUNTS_SQL = `SELECT queue, state, sum(n) AS n FROM (
+    SELECT scope AS queue, name AS state, n FROM counters WHERE scope != ''
+    UNION ALL SELECT queue, state, count(*) FROM messages WHERE seq > ${MARK_SQL} GROUP BY queue, state)
+  GROUP BY queue, state HAVING sum(n) > 0 ORDER BY queue, state`;
+
 interface Pending {
   /** queue → state → delta. Nested maps, so a queue name never has to be joined into a key. */
   deltas: Map<string, Map<MessageState, number>>;
   /** The last seq handed out in this transaction, or null before the first. */
   lastSeq: number | null;
+  /** The fold mark as this transaction read it at its first seq. */
+  mark: number;
   /** queue → rows that entered pending in this transaction. */
   arrivals: Map<string, number>;
   /** Outcomes of this transaction, added to the totals at its commit. */
@@ -68,12 +98,11 @@ interface Pending {
 /** Attaches the counters to a connection. */
 export function attachCounters(sqlite: Database.Database): Counters {
   const upsert = sqlite.prepare('INSERT INTO counters (scope, name, n) VALUES (?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET n = n + excluded.n');
-  const setLastSeq = sqlite.prepare(`INSERT INTO counters (scope, name, n) VALUES ('', 'last_seq', ?) ON CONFLICT (scope, name) DO UPDATE SET n = excluded.n`);
   // Rows written by hand (an operator's INSERT) take max + 1: never hand out a seq below them.
-  const readLastSeq = sqlite
-    .prepare(`SELECT max(coalesce((SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'), 0), coalesce((SELECT max(seq) FROM messages), 0))`)
-    .pluck();
-  const fresh = (): Pending => ({ deltas: new Map(), lastSeq: null, arrivals: new Map(), sent: 0, completed: 0, dead: 0, failed: null });
+  const readSeqs = sqlite.prepare(`SELECT coalesce(${MARK_SQL}, 0), coalesce((SELECT max(seq) FROM messages), 0)`).raw();
+  // Folds by firing the fold trigger on the newest row: the trigger is the one definition of a fold.
+  const fold = sqlite.prepare(`UPDATE messages SET head = head WHERE seq = (SELECT max(seq) FROM messages) AND seq > ${MARK_SQL}`);
+  const fresh = (): Pending => ({ deltas: new Map(), lastSeq: null, mark: 0, arrivals: new Map(), sent: 0, completed: 0, dead: 0, failed: null });
   let pending: Pending = fresh();
   let dirty = false;
   const totals: OutcomeTotals = { sent: 0, completed: 0, dead: 0, failed: new Map() };
@@ -86,8 +115,8 @@ export function attachCounters(sqlite: Database.Database): Counters {
   onTransaction(sqlite, {
     beforeCommit() {
       if (!dirty) return;
+      if (pending.lastSeq !== null && pending.lastSeq - pending.mark >= FOLD_EVERY) fold.run();
       for (const [queue, states] of pending.deltas) for (const [state, n] of states) if (n !== 0) upsert.run(queue, state, n);
-      if (pending.lastSeq !== null) setLastSeq.run(pending.lastSeq);
       for (const [queue, n] of pending.arrivals) upsert.run('', arrivalsName(queue), n);
       // Counted here, the last step before COMMIT: a commit that then fails is rare enough
       // (IOERR, a full disk at the journal's last page) that telemetry may over-count it.
@@ -103,7 +132,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
       const deltas = new Map<string, Map<MessageState, number>>();
       for (const [queue, states] of pending.deltas) deltas.set(queue, new Map(states));
       const { sent, completed, dead } = pending;
-      return { deltas, lastSeq: pending.lastSeq, arrivals: new Map(pending.arrivals), sent, completed, dead, failed: pending.failed && new Map(pending.failed) };
+      return { deltas, lastSeq: pending.lastSeq, mark: pending.mark, arrivals: new Map(pending.arrivals), sent, completed, dead, failed: pending.failed && new Map(pending.failed) };
     },
     restore(mark) {
       if (mark === null) return reset();
@@ -126,7 +155,12 @@ export function attachCounters(sqlite: Database.Database): Counters {
     },
     pending: (queue, state) => pending.deltas.get(queue)?.get(state) ?? 0,
     nextSeq() {
-      pending.lastSeq = (pending.lastSeq ?? (readLastSeq.get() as number)) + 1;
+      if (pending.lastSeq === null) {
+        const [mark, newest] = readSeqs.get() as [number, number];
+        pending.mark = mark;
+        pending.lastSeq = Math.max(mark, newest);
+      }
+      pending.lastSeq += 1;
       dirty = true;
       return pending.lastSeq;
     },

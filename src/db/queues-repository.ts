@@ -4,7 +4,7 @@
  * whether it is FIFO, its tags, and when it was created and last changed.
  */
 import type { DbHandle } from './client.js';
-import type { Counters } from './counters.js';
+import { COUNT_SQL, type Counters } from './counters.js';
 
 /** A queue's registry row. */
 export interface QueueRow {
@@ -36,7 +36,7 @@ export function createQueuesRepository(db: DbHandle, counters: Pick<Counters, 'p
   const setTags = sqlite.prepare('UPDATE queues SET tags = ?, updated_at = ? WHERE name = ?');
   const touch = sqlite.prepare('UPDATE queues SET updated_at = ? WHERE name = ?');
   const remove = sqlite.prepare('DELETE FROM queues WHERE name = ?');
-  const countIn = sqlite.prepare('SELECT n FROM counters WHERE scope = ? AND name = ?').pluck();
+  const countIn = sqlite.prepare(COUNT_SQL).pluck();
   const delayedIn = sqlite.prepare("SELECT count(*) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?").pluck();
   const windowGet = sqlite.prepare('SELECT seq FROM dedupe_window WHERE queue = ? AND key = ? AND expires_at > ?').pluck();
   const windowPut = sqlite.prepare(
@@ -47,7 +47,7 @@ export function createQueuesRepository(db: DbHandle, counters: Pick<Counters, 'p
   );
   const windowClear = sqlite.prepare('DELETE FROM dedupe_window WHERE queue = ?');
 
-  const count = (queue: string, state: string) => ((countIn.get(queue, state) as number | undefined) ?? 0) + counters.pending(queue, state as never);
+  const count = (queue: string, state: string) => (countIn.get({ queue, state }) as number) + counters.pending(queue, state as never);
 
   function toRow(r: { name: string; kind: 'push' | 'sqs'; fifo: number; tags: string | null; createdAt: number; updatedAt: number }): QueueRow {
     return { name: r.name, kind: r.kind, fifo: r.fifo === 1, tags: r.tags ? (JSON.parse(r.tags) as Record<string, string>) : {}, createdAt: r.createdAt, updatedAt: r.updatedAt };

@@ -2,13 +2,14 @@
  * All SQL over the messages, queues and settings tables. Hot-path statements are prepared once and
  * bound positionally (an ad-hoc builder re-prepares on every call, and named parameters cost a
  * property lookup each); cold paths use drizzle's typed builder. Every "now" is a bound parameter
- * from the injected clock. Every change to a message row records its count delta (counts.ts).
+ * from the injected clock. Every change to a message row records its count delta (counters.ts; a
+ * new row is counted by the fold).
  */
 import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
-import { arrivalsName, attachCounters } from './counters.js';
+import { ARRIVALS_SQL, attachCounters, COUNT_SQL, COUNTS_SQL } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
 import { decodeTimeline, encodeEntry, type HistoryEntry } from '../runtime/history.js';
 
@@ -179,7 +180,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     `SELECT coalesce(legacy_id, CAST(seq AS TEXT)) FROM messages
      WHERE queue = ? AND dedupe_key = ? AND state IN ('pending', 'activating', 'processing')`,
   ).pluck();
-  const countIn = sqlite.prepare('SELECT n FROM counters WHERE scope = ? AND name = ?').pluck();
+  const countIn = sqlite.prepare(COUNT_SQL).pluck();
   const insertQueue = sqlite.prepare('INSERT OR IGNORE INTO queues (name, created_at) VALUES (?, ?)');
   const listQueues = sqlite.prepare('SELECT name FROM queues ORDER BY name').pluck();
   const promote = sqlite.prepare(PROMOTE_SQL).pluck();
@@ -218,7 +219,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   ).raw();
   // A pull waiter's poll: its queue's arrivals and both due times, in one statement.
   const pollState = sqlite.prepare(
-    `SELECT coalesce((SELECT n FROM counters WHERE scope = '' AND name = ?), 0), (${NEXT_DELAYED_SQL.replace(' AS at', '')}),
+    `SELECT ${ARRIVALS_SQL}, (${NEXT_DELAYED_SQL.replace(' AS at', '')}),
        (SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at IS NOT NULL
        AND owner IS NOT NULL AND owner != '${ABANDONED}')`,
   ).raw();
@@ -242,7 +243,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
        WHERE queue = @queue AND grp = @group AND state IN ('pending', 'activating', 'processing')`,
   );
   const rehead = { run: (queue: string, group: string) => reheadStatement.run({ queue, group }) };
-  const arrivalsOf = sqlite.prepare("SELECT n FROM counters WHERE scope = '' AND name = ?").pluck();
+  const arrivalsOf = sqlite.prepare(`SELECT ${ARRIVALS_SQL}`).pluck();
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
   const statements = new Map<string, Database.Statement>();
@@ -276,7 +277,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   );
   const bySeq = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ?`);
   const byLegacyId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE legacy_id = ?`);
-  const counts = sqlite.prepare("SELECT scope AS queue, name AS state, n FROM counters WHERE scope != '' AND n > 0 ORDER BY scope, name");
+  const counts = sqlite.prepare(COUNTS_SQL);
   const settingsRow = sqlite.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1');
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
 
@@ -330,8 +331,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         recording() ? encodeEntry(row.now, null, 'pending', c.attempt) : null,
         row.dedupeId ?? null,
       );
+      // Counted by the next fold, not here: the send's commit leaves the counters page alone.
       if (info.changes !== 1) return undefined;
-      deltas.add(row.queue, 'pending', 1);
       deltas.tally('sent');
       return seq;
     },
@@ -342,7 +343,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     /** Pending plus in-flight messages of a queue, this transaction's changes included. */
     countLive(queue: string): number {
       let n = 0;
-      for (const state of LIVE) n += ((countIn.get(queue, state) as number | undefined) ?? 0) + deltas.pending(queue, state);
+      for (const state of LIVE) n += (countIn.get({ queue, state }) as number) + deltas.pending(queue, state);
       return n;
     },
     /** Records a queue name (idempotent). */
@@ -467,11 +468,11 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** How many rows ever entered pending in `queue` (committed; grows only). */
     arrivals(queue: string): number {
-      return (arrivalsOf.get(arrivalsName(queue)) as number | undefined) ?? 0;
+      return arrivalsOf.get({ queue }) as number;
     },
     /** A queue's arrivals counter, the earliest delayed visible-at and the earliest pull lease deadline. */
     pollState(queue: string): [number, number | null, number | null] {
-      return pollState.get(arrivalsName(queue)) as [number, number | null, number | null];
+      return pollState.get({ queue }) as [number, number | null, number | null];
     },
     /** The nearest delayed row's visible-at and the nearest pull lease deadline (null: none). */
     dueTimes(): [number | null, number | null] {

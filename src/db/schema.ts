@@ -28,10 +28,12 @@ export const messages = sqliteTable(
   'messages',
   {
     /**
-     * Send sequence and the message's id (as a decimal string). Assigned by the repository from
-     * the `last_seq` counter, never by SQLite's max + 1, so a seq is never reused, even after the
-     * newest row is deleted: an id never names two messages. (AUTOINCREMENT would do the same at
-     * the price of one more page, sqlite_sequence's, written by every commit that inserts.)
+     * Send sequence and the message's id (as a decimal string). Assigned by the repository as the
+     * next after both the newest row and the `last_seq` mark, never by SQLite's max + 1 alone: a
+     * row above the mark is folded (the mark moved past it) before it can be deleted, so a seq is
+     * never reused, even after the newest row is deleted: an id never names two messages.
+     * (AUTOINCREMENT would do the same at the price of one more page, sqlite_sequence's, written by
+     * every commit that inserts.)
      */
     seq: integer('seq').primaryKey(),
     /** The UUID id of a message stored before 0.2.0 (null for later ones, whose id is the seq). */
@@ -124,11 +126,13 @@ export const messages = sqliteTable(
 );
 
 /**
- * Small counters kept in the same transaction as the changes they count, in one table so that
- * they share its one page (a commit writes every page it touched to the WAL):
+ * Small counters, in one table so that they share its one page (a commit writes every page it
+ * touched to the WAL). See counters.ts for how they are kept and read:
  * - scope = a queue name, name = a state: the rows of that queue in that state (stats and
- *   maxPending read here, not a messages index), kept by deltas (counts.ts);
- * - scope = '' (no queue has that name), name = 'last_seq': the highest seq ever assigned.
+ *   maxPending read here, not a messages index), kept by deltas in the transaction of each change,
+ *   and for new rows by the fold (triggers of migration 0004);
+ * - scope = '', name = 'last_seq': the fold mark, the newest seq counted (no queue has that name);
+ * - scope = '', name = `arrivals:<queue>`: rows that ever entered pending in the queue.
  */
 export const counters = sqliteTable(
   'counters',

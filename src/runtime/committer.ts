@@ -312,13 +312,19 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     }
     if (!verify()) return failLost(ops);
     const retry: Op[] = [];
+    let waitsOn: unknown;
     ops.forEach((op, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) afterCommit(() => op.committed?.(outcome.value));
-      else if (op.kind === 'transition' && (isFull(outcome.error) || isBusy(outcome.error))) retry.push(op);
-      else op.failed?.(toStorageError(outcome.error));
+      else if (op.kind === 'transition' && (isFull(outcome.error) || isBusy(outcome.error))) {
+        retry.push(op);
+        waitsOn ??= outcome.error;
+      } else op.failed?.(toStorageError(outcome.error));
     });
     if (retry.length) {
+      // SQLite may fail just the statement (a table with triggers journals each statement) and
+      // keep the transaction: the settles then wait here, and are reported as in failAll.
+      reportWaiting(toStorageError(waitsOn));
       queue = retry.concat(queue);
       schedule(FAILURE_RETRY_MS);
     }
@@ -327,13 +333,16 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   function failAll(ops: Op[], error: unknown) {
     const spoolError = toStorageError(error);
     const retry = rejectSends(ops, spoolError);
-    // Rejected sends tell their callers; settles that must wait are reported, once per episode.
-    if (retry.length > 0 && !groupFailing) {
-      groupFailing = true;
-      events.emit({ type: 'error', code: spoolError.code, message: `${spoolError.message}; writes are retried until they land`, at: clock.now() });
-    }
+    if (retry.length > 0) reportWaiting(spoolError);
     queue = retry.concat(queue);
     if (queue.length) schedule(FAILURE_RETRY_MS);
+  }
+
+  /** Rejected sends tell their callers; settles that must wait are reported, once per episode. */
+  function reportWaiting(error: SpoolError) {
+    if (groupFailing) return;
+    groupFailing = true;
+    events.emit({ type: 'error', code: error.code, message: `${error.message}; writes are retried until they land`, at: clock.now() });
   }
 
   function rejectSends(ops: Op[], error: SpoolError): Op[] {

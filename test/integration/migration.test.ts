@@ -5,8 +5,8 @@
  * settings overrides; the message left in flight by a crash is recovered with its crash counted.
  *
  * A database at migration 0002 (`test/fixtures/schema-0002.db`, made by make-0002-db.ts at commit
- * fbfb3f7) gains messages.dedupe_id (0003) at open, with its messages, leases, FIFO deduplication
- * windows, idempotency keys and dead letters intact.
+ * fbfb3f7) gains messages.dedupe_id (0003) and the count-folding triggers (0004) at open, with
+ * its messages, leases, FIFO deduplication windows, idempotency keys and dead letters intact.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync } from 'node:fs';
@@ -107,7 +107,7 @@ describe('migrating a database at migration 0002', () => {
       'std-dlq': { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
       email: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
     });
-    expect(applied()).toBe(4);
+    expect(applied()).toBe(5);
     expect(columns()).toContain('dedupe_id');
     // Rows stored before 0003 have no deduplication id: the column is added empty.
     expect(readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM messages WHERE dedupe_id IS NOT NULL').pluck().get())).toBe(0);

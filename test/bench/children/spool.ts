@@ -81,7 +81,7 @@ function countStatements(): { arrivals: number; other: number } {
   for (const method of ['run', 'get', 'all', 'iterate']) {
     const original = proto[method]!;
     proto[method] = function (this: { source: string }, ...args: unknown[]) {
-      if (this.source.includes("name = ?") && this.source.includes("scope = ''")) counts.arrivals += 1;
+      if (this.source.includes("name = 'arrivals:' || @queue")) counts.arrivals += 1;
       else counts.other += 1;
       return original.apply(this, args);
     };

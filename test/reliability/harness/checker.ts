@@ -121,7 +121,12 @@ export function storeHealth(db: Database.Database): { integrity: string; i8: str
   const countMismatch = (
     db
       .prepare(
-        `WITH kept AS (SELECT scope AS queue, name AS state, n FROM counters WHERE scope != '')
+        // Rows above the fold mark are not in the stored counts yet: they count as inserted.
+        `WITH kept AS (SELECT queue, state, sum(n) AS n FROM (
+             SELECT scope AS queue, name AS state, n FROM counters WHERE scope != ''
+             UNION ALL SELECT queue, state, count(*) FROM messages
+               WHERE seq > (SELECT n FROM counters WHERE scope = '' AND name = 'last_seq') GROUP BY queue, state)
+           GROUP BY queue, state)
          SELECT queue, state, coalesce(c.n, 0) AS counted, coalesce(r.n, 0) AS rows FROM
            (SELECT queue, state FROM kept UNION SELECT queue, state FROM messages) k
            LEFT JOIN kept c USING (queue, state)
