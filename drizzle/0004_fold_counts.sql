@@ -18,6 +18,7 @@ BEGIN
   UPDATE `counters` SET `n` = (SELECT max(`seq`) FROM `messages`) WHERE `scope` = '' AND `name` = 'last_seq';
 END;
 --> statement-breakpoint
+-- The same fold before a delete: an SQLite trigger fires on one kind of statement only.
 CREATE TRIGGER `messages_fold_before_delete` BEFORE DELETE ON `messages`
 WHEN OLD.`seq` > (SELECT `n` FROM `counters` WHERE `scope` = '' AND `name` = 'last_seq')
 BEGIN
