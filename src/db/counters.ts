@@ -63,7 +63,7 @@ const MARK_SQL = "(SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'
 export const FOLD_EVERY = 64;
 
 /** The unfolded rows of `@queue` in `@state`: add them to the stored count. */
-export const UNFOLDED_SQL = `(SELECT count(*) FROM messages WHERE seq > ${MARK_SQL} AND queue = @queue AND state = @state)`;
+const UNFOLDED_SQL = `(SELECT count(*) FROM messages WHERE seq > ${MARK_SQL} AND queue = @queue AND state = @state)`;
 
 /** The stored count of `@queue` in `@state` plus its unfolded rows. */
 export const COUNT_SQL = `SELECT coalesce((SELECT n FROM counters WHERE scope = @queue AND name = @state), 0) + ${UNFOLDED_SQL}`;
