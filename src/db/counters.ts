@@ -68,6 +68,10 @@ const UNFOLDED_SQL = `(SELECT count(*) FROM messages WHERE seq > ${MARK_SQL} AND
 /** The stored count of `@queue` in `@state` plus its unfolded rows. */
 export const COUNT_SQL = `SELECT coalesce((SELECT n FROM counters WHERE scope = @queue AND name = @state), 0) + ${UNFOLDED_SQL}`;
 
+/** The pending and in-flight rows of `@queue`, stored counts plus unfolded rows, in one statement. */
+export const LIVE_COUNT_SQL = `SELECT coalesce((SELECT sum(n) FROM counters WHERE scope = @queue AND name IN ('pending', 'activating', 'processing')), 0)
+  + (SELECT count(*) FROM messages WHERE seq > ${MARK_SQL} AND queue = @queue AND state IN ('pending', 'activating', 'processing'))`;
+
 /** The arrivals of `@queue`, unfolded pending rows included (the value a waiter compares). */
 export const ARRIVALS_SQL = `coalesce((SELECT n FROM counters WHERE scope = '' AND name = 'arrivals:' || @queue), 0)
   + (SELECT count(*) FROM messages WHERE seq > ${MARK_SQL} AND queue = @queue AND state = 'pending')`;

@@ -9,7 +9,7 @@ import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
-import { ARRIVALS_SQL, attachCounters, COUNT_SQL, COUNTS_SQL } from './counters.js';
+import { ARRIVALS_SQL, attachCounters, COUNTS_SQL, LIVE_COUNT_SQL } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
 import { decodeTimeline, encodeEntry, type HistoryEntry } from '../runtime/history.js';
 
@@ -180,7 +180,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     `SELECT coalesce(legacy_id, CAST(seq AS TEXT)) FROM messages
      WHERE queue = ? AND dedupe_key = ? AND state IN ('pending', 'activating', 'processing')`,
   ).pluck();
-  const countIn = sqlite.prepare(COUNT_SQL).pluck();
+  const liveCount = sqlite.prepare(LIVE_COUNT_SQL).pluck();
   const insertQueue = sqlite.prepare('INSERT OR IGNORE INTO queues (name, created_at) VALUES (?, ?)');
   const listQueues = sqlite.prepare('SELECT name FROM queues ORDER BY name').pluck();
   const promote = sqlite.prepare(PROMOTE_SQL).pluck();
@@ -342,8 +342,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Pending plus in-flight messages of a queue, this transaction's changes included. */
     countLive(queue: string): number {
-      let n = 0;
-      for (const state of LIVE) n += (countIn.get({ queue, state }) as number) + deltas.pending(queue, state);
+      let n = liveCount.get({ queue }) as number;
+      for (const state of LIVE) n += deltas.pending(queue, state);
       return n;
     },
     /** Records a queue name (idempotent). */
