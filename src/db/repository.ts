@@ -333,6 +333,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
       );
       // Counted by the next fold, not here: the send's commit leaves the counters page alone.
       if (info.changes !== 1) return undefined;
+      deltas.inserted(row.queue);
       deltas.tally('sent');
       return seq;
     },
@@ -369,6 +370,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Applies a fenced transition; false when the row moved on (stale attempt). */
     write(t: RowTransition): boolean {
+      deltas.foldOwn();
       const c = t.context;
       const done = t.state === 'dead' || t.state === 'done';
       const entry = !recording()
@@ -413,6 +415,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Deletes a row if still in `state` under `token` (its timeline ended by `end`); false when stale. */
     remove(seq: number, queue: string, state: MessageState, token: string | null, group: string | null, end: RowEnd): boolean {
+      deltas.foldOwn();
       const row = remove.get(seq, state, token) as [string | null, string | null, number] | undefined;
       if (row === undefined) return false;
       deltas.add(queue, state, -1);

@@ -1,0 +1,138 @@
+/**
+ * The fold of new rows into `counters`, at the repository: a transaction that inserted every
+ * unfolded row folds them itself (in its deltas, with one write of the mark) before it changes one,
+ * and leaves anything else to the fold trigger. Either way the stored counts plus the unfolded rows
+ * must equal the rows, the arrivals must count each new pending row once, and a savepoint that
+ * rolls back must take its part of the fold with it.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { compiledMessageMachine as machine } from '../../../machines/compiled.js';
+import { openDatabase, type DbHandle } from '../../../src/db/client.js';
+import { FOLD_EVERY } from '../../../src/db/counters.js';
+import { createRepository, type NewMessage } from '../../../src/db/repository.js';
+import { runTransaction } from '../../../src/db/transaction.js';
+import { tempDb } from '../../helpers/temp-db.js';
+
+const NOW = 1_000_000;
+
+describe('db/counters: the fold', () => {
+  let temp: ReturnType<typeof tempDb>;
+  let db: DbHandle;
+  let repo: ReturnType<typeof createRepository>;
+
+  beforeEach(() => {
+    temp = tempDb();
+    db = openDatabase(temp.path, 'normal');
+    repo = createRepository(db);
+  });
+
+  afterEach(() => {
+    db.close();
+    temp.cleanup();
+  });
+
+  const row = (queue: string): NewMessage => ({
+    queue,
+    payload: '{}',
+    context: machine.initial({ visibleAt: NOW }).context,
+    priority: 0,
+    ready: 1,
+    dedupeKey: null,
+    now: NOW,
+  });
+
+  /** Takes a pending row to done, as a claim and a settle would (one delete). */
+  const finish = (seq: number, queue: string) => repo.remove(seq, queue, 'pending', null, null, { to: 'done', attempt: 1, at: NOW, reason: 'done' });
+
+  const read = <T>(sql: string): T => db.sqlite.prepare(sql).pluck().get() as T;
+  const mark = () => read<number>("SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'");
+  const arrivals = (queue: string) => read<number | undefined>(`SELECT n FROM counters WHERE scope = '' AND name = 'arrivals:${queue}'`) ?? 0;
+  const stored = (queue: string) =>
+    db.sqlite.prepare("SELECT name, n FROM counters WHERE scope = ? AND n != 0 ORDER BY name").all(queue) as { name: string; n: number }[];
+
+  /** Stored counts plus the rows above the mark, against the rows themselves. */
+  function expectExact() {
+    const rows = db.sqlite.prepare('SELECT queue, state, count(*) AS n FROM messages GROUP BY queue, state ORDER BY queue, state').all();
+    const kept = db.sqlite
+      .prepare(
+        `SELECT queue, state, sum(n) AS n FROM (
+           SELECT scope AS queue, name AS state, n FROM counters WHERE scope != ''
+           UNION ALL SELECT queue, state, count(*) FROM messages
+             WHERE seq > (SELECT n FROM counters WHERE scope = '' AND name = 'last_seq') GROUP BY queue, state)
+         GROUP BY queue, state HAVING sum(n) != 0 ORDER BY queue, state`,
+      )
+      .all();
+    expect(kept).toEqual(rows);
+  }
+
+  it('stays exact when a transaction changes a row it inserted (a send claimed in its own commit)', () => {
+    runTransaction(db.sqlite, () => {
+      const a = repo.insert(row('q'))!;
+      repo.insert(row('q'));
+      expect(finish(a, 'q')).toBe(true);
+    });
+    // Both rows are folded (the mark passed them); the finished one left pending again.
+    expect(mark()).toBe(2);
+    expect(stored('q')).toEqual([{ name: 'pending', n: 1 }]);
+    expect(arrivals('q')).toBe(2);
+    expectExact();
+  });
+
+  it('leaves rows it did not insert to the trigger, and the trigger folds them all once', () => {
+    runTransaction(db.sqlite, () => void repo.insert(row('other')));
+    expect(mark()).toBe(0);
+    runTransaction(db.sqlite, () => {
+      const b = repo.insert(row('q'))!;
+      expect(finish(b, 'q')).toBe(true);
+    });
+    expect(mark()).toBe(2);
+    expect(stored('other')).toEqual([{ name: 'pending', n: 1 }]);
+    expect(stored('q')).toEqual([]);
+    expect([arrivals('other'), arrivals('q')]).toEqual([1, 1]);
+    expectExact();
+  });
+
+  it('hands over to the trigger once it has folded some of the rows in the same transaction', () => {
+    runTransaction(db.sqlite, () => {
+      const a = repo.insert(row('q'))!;
+      // A statement outside the repository's own writes changes the row: the trigger folds it.
+      db.sqlite.prepare('UPDATE messages SET priority = 5 WHERE seq = ?').run(a);
+      const b = repo.insert(row('q'))!;
+      expect(finish(b, 'q')).toBe(true);
+    });
+    expect(mark()).toBe(2);
+    expect(stored('q')).toEqual([{ name: 'pending', n: 1 }]);
+    expect(arrivals('q')).toBe(2);
+    expectExact();
+  });
+
+  it('loses its part of the fold with a savepoint that rolls back', () => {
+    runTransaction(db.sqlite, () => {
+      const a = repo.insert(row('q'))!;
+      expect(() =>
+        runTransaction(db.sqlite, () => {
+          expect(finish(a, 'q')).toBe(true);
+          throw new Error('rolled back');
+        }),
+      ).toThrow('rolled back');
+      // Back to an unfolded row, which the outer transaction then changes for good.
+      expect(finish(a, 'q')).toBe(true);
+      repo.insert(row('q'));
+    });
+    expect(stored('q')).toEqual([]);
+    expect(arrivals('q')).toBe(1);
+    expectExact();
+  });
+
+  it('folds a batch of FOLD_EVERY rows or more at its commit', () => {
+    runTransaction(db.sqlite, () => {
+      for (let i = 0; i < FOLD_EVERY + 36; i++) repo.insert(row(i % 2 === 0 ? 'even' : 'odd'));
+    });
+    expect(mark()).toBe(FOLD_EVERY + 36);
+    const half = (FOLD_EVERY + 36) / 2;
+    expect(stored('even')).toEqual([{ name: 'pending', n: half }]);
+    expect(stored('odd')).toEqual([{ name: 'pending', n: half }]);
+    expect([arrivals('even'), arrivals('odd')]).toEqual([half, half]);
+    expectExact();
+  });
+});
