@@ -104,6 +104,8 @@ interface Pending {
   clean: boolean;
   /** queue → rows this transaction inserted that are still unfolded; null for none. */
   own: Map<string, number> | null;
+  /** The seq of the last row this transaction inserted (a dedupe hit uses a seq but adds no row). */
+  ownTo: number;
   /** queue → rows that entered pending in this transaction. */
   arrivals: Map<string, number>;
   /** Outcomes of this transaction, added to the totals at its commit. */
@@ -130,6 +132,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
     mark: 0,
     clean: false,
     own: null,
+    ownTo: 0,
     arrivals: new Map(),
     sent: 0,
     completed: 0,
@@ -160,18 +163,21 @@ export function attachCounters(sqlite: Database.Database): Counters {
    * unfolded rows twice: a batch folds without reading its rows back (sendBatch of 1,000 ran
    * about 8% faster), and a send claimed in its own commit writes no pending count (+1 and −1
    * cancel). If the trigger has folded since (the mark moved), it is left to fold the rest.
+   * The mark moves first: if that write fails, nothing was counted, and the rows stay unfolded.
+   * It moves to the newest row, as the trigger's does, not past it.
    */
   function foldOwn() {
     const own = pending.own;
     if (own === null) return;
-    pending.own = null;
     if (!pending.clean || readMark.get() !== pending.mark) {
+      pending.own = null;
       pending.clean = false;
       return;
     }
+    setMark.run(pending.ownTo);
+    pending.own = null;
+    pending.mark = pending.ownTo;
     for (const [queue, n] of own) add(queue, 'pending', n);
-    setMark.run(pending.lastSeq);
-    pending.mark = pending.lastSeq!;
   }
 
   onTransaction(sqlite, {
@@ -197,9 +203,9 @@ export function attachCounters(sqlite: Database.Database): Counters {
       const deltas = new Map<string, Map<MessageState, number>>();
       for (const [queue, states] of pending.deltas) deltas.set(queue, new Map(states));
       const { sent, completed, dead } = pending;
-      const { lastSeq, mark, clean } = pending;
+      const { lastSeq, mark, clean, ownTo } = pending;
       const own = pending.own && new Map(pending.own);
-      return { deltas, lastSeq, mark, clean, own, arrivals: new Map(pending.arrivals), sent, completed, dead, failed: pending.failed && new Map(pending.failed) };
+      return { deltas, lastSeq, mark, clean, own, ownTo, arrivals: new Map(pending.arrivals), sent, completed, dead, failed: pending.failed && new Map(pending.failed) };
     },
     restore(mark) {
       if (mark === null) return reset();
@@ -228,6 +234,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
     },
     inserted(queue) {
       if (!pending.clean) return;
+      pending.ownTo = pending.lastSeq!;
       pending.own ??= new Map();
       pending.own.set(queue, (pending.own.get(queue) ?? 0) + 1);
     },

@@ -124,6 +124,38 @@ describe('db/counters: the fold', () => {
     expectExact();
   });
 
+  it('counts nothing when the write of the mark fails, and leaves the rows unfolded', () => {
+    // The mark's write fails as a full disk would fail it: the statement is undone, the
+    // transaction goes on, and the caller commits what else it did.
+    db.sqlite.exec(`CREATE TEMP TRIGGER refuse_mark BEFORE UPDATE ON counters WHEN NEW.name = 'last_seq'
+      BEGIN SELECT RAISE(ABORT, 'mark write refused'); END`);
+    runTransaction(db.sqlite, () => {
+      const a = repo.insert(row('q'))!;
+      expect(() => finish(a, 'q')).toThrow('mark write refused');
+    });
+    db.sqlite.exec('DROP TRIGGER temp.refuse_mark');
+    expect(mark()).toBe(0);
+    expect(stored('q')).toEqual([]);
+    expectExact();
+    // The next change folds the row once.
+    runTransaction(db.sqlite, () => expect(finish(1, 'q')).toBe(true));
+    expect(arrivals('q')).toBe(1);
+    expectExact();
+  });
+
+  it('moves the mark to its newest row, not past a seq that a dedupe hit used up', () => {
+    runTransaction(db.sqlite, () => {
+      const a = repo.insert({ ...row('q'), dedupeKey: 'key:k' })!;
+      expect(repo.insert({ ...row('q'), dedupeKey: 'key:k' })).toBeUndefined();
+      repo.insert(row('other'));
+      expect(repo.insert({ ...row('q'), dedupeKey: 'key:k' })).toBeUndefined();
+      expect(finish(a, 'q')).toBe(true);
+    });
+    expect(mark()).toBe(3);
+    expect(arrivals('other')).toBe(1);
+    expectExact();
+  });
+
   it('folds a batch of FOLD_EVERY rows or more at its commit', () => {
     runTransaction(db.sqlite, () => {
       for (let i = 0; i < FOLD_EVERY + 36; i++) repo.insert(row(i % 2 === 0 ? 'even' : 'odd'));
