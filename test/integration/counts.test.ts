@@ -10,6 +10,7 @@ import { FOLD_EVERY } from '../../src/db/counters.js';
 import { isSpoolError, NonRetryableError } from '../../src/index.js';
 import { reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
+import { countsBothWays } from '../helpers/counts.js';
 import { readDb } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
@@ -18,19 +19,7 @@ const spools = useTempSpools();
 
 /** Rows per queue and state, counted from the table and as kept in counters. */
 function tally(path: string) {
-  return readDb(path, (conn) => ({
-    rows: conn.prepare('SELECT queue, state, count(*) AS n FROM messages GROUP BY queue, state ORDER BY queue, state').all(),
-    // Rows above the fold mark are not in the stored counts yet: they count as inserted.
-    kept: conn
-      .prepare(
-        `SELECT queue, state, sum(n) AS n FROM (
-           SELECT scope AS queue, name AS state, n FROM counters WHERE scope != ''
-           UNION ALL SELECT queue, state, count(*) FROM messages
-             WHERE seq > (SELECT n FROM counters WHERE scope = '' AND name = 'last_seq') GROUP BY queue, state)
-         GROUP BY queue, state HAVING sum(n) != 0 ORDER BY queue, state`,
-      )
-      .all(),
-  }));
+  return readDb(path, countsBothWays);
 }
 
 describe('counters', () => {

@@ -11,6 +11,7 @@ import { openDatabase, type DbHandle } from '../../../src/db/client.js';
 import { FOLD_EVERY } from '../../../src/db/counters.js';
 import { createRepository, type NewMessage } from '../../../src/db/repository.js';
 import { runTransaction } from '../../../src/db/transaction.js';
+import { countsBothWays } from '../../helpers/counts.js';
 import { tempDb } from '../../helpers/temp-db.js';
 
 const NOW = 1_000_000;
@@ -52,16 +53,7 @@ describe('db/counters: the fold', () => {
 
   /** Stored counts plus the rows above the mark, against the rows themselves. */
   function expectExact() {
-    const rows = db.sqlite.prepare('SELECT queue, state, count(*) AS n FROM messages GROUP BY queue, state ORDER BY queue, state').all();
-    const kept = db.sqlite
-      .prepare(
-        `SELECT queue, state, sum(n) AS n FROM (
-           SELECT scope AS queue, name AS state, n FROM counters WHERE scope != ''
-           UNION ALL SELECT queue, state, count(*) FROM messages
-             WHERE seq > (SELECT n FROM counters WHERE scope = '' AND name = 'last_seq') GROUP BY queue, state)
-         GROUP BY queue, state HAVING sum(n) != 0 ORDER BY queue, state`,
-      )
-      .all();
+    const { rows, kept } = countsBothWays(db.sqlite);
     expect(kept).toEqual(rows);
   }
 
