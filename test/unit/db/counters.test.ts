@@ -63,7 +63,7 @@ describe('db/counters: the fold', () => {
       repo.insert(row('q'));
       expect(finish(a, 'q')).toBe(true);
     });
-    // Both rows are folded (the mark passed them); the finished one left pending again.
+    // Both rows are folded (the mark passed them), and the finished one left the pending count.
     expect(mark()).toBe(2);
     expect(stored('q')).toEqual([{ name: 'pending', n: 1 }]);
     expect(arrivals('q')).toBe(2);
