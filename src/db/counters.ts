@@ -18,9 +18,10 @@
  * a transaction folds them itself once the unfolded range reaches FOLD_EVERY seqs, which bounds
  * what a reader scans. A transaction that inserted every unfolded row folds them in its own
  * deltas instead, before the repository changes one (foldOwn). So a one-by-one send commits two
- * B-tree pages (its row and its claim-index entry), not three. Savepoints that roll back take their deltas with them, so the counts always
- * agree with `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash
- * checker compare the two).
+ * B-tree pages (its row and its claim-index entry), not three. Savepoints that roll back take
+ * their deltas with them, so the counts always agree with
+ * `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash checker
+ * compare the two).
  */
 import type Database from 'better-sqlite3';
 import type { MessageState } from '../../machines/message.machine.js';
