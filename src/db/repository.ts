@@ -142,6 +142,42 @@ const ROW_COLUMNS = `seq, coalesce(legacy_id, CAST(seq AS TEXT)) AS id, queue, p
 /** Exported for the query builders of pull consumers (where filters) and the admin listing. */
 export { ROW_COLUMNS };
 
+/**
+ * A row of ROW_COLUMNS read in raw mode (an array, in that order) as a MessageRow. On the claim's
+ * path this replaces better-sqlite3's own row objects, which it builds property by property (about
+ * 3 KB and several µs per row, measured at 8 rows per claim): a literal of one fixed shape is a
+ * fraction of both. A test reads one row both ways and compares them.
+ */
+export function toMessageRow(r: unknown[]): MessageRow {
+  return {
+    seq: r[0] as number,
+    id: r[1] as string,
+    queue: r[2] as string,
+    payload: r[3] as string,
+    state: r[4] as MessageState,
+    failures: r[5] as number,
+    attempt: r[6] as number,
+    deliveries: r[7] as number,
+    crashes: r[8] as number,
+    visibleAt: r[9] as number,
+    leaseExpiresAt: r[10] as number | null,
+    lastError: r[11] as string | null,
+    priority: r[12] as number,
+    leaseToken: r[13] as string | null,
+    owner: r[14] as string | null,
+    createdAt: r[15] as number,
+    updatedAt: r[16] as number,
+    finishedAt: r[17] as number | null,
+    grp: r[18] as string | null,
+    attributes: r[19] as string | null,
+    sourceQueue: r[20] as string | null,
+    firstDeliveredAt: r[21] as number | null,
+    schedule: r[22] as string | null,
+    scheduledFor: r[23] as number | null,
+    dedupeId: r[24] as string | null,
+  };
+}
+
 /** The claim's candidate query (queue, limit); exported so a test can check its query plan. */
 export const CANDIDATES_SQL = `SELECT ${ROW_COLUMNS} FROM messages
      WHERE queue = ? AND state = 'pending' AND ready = 1 AND head = 1
@@ -185,7 +221,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const listQueues = sqlite.prepare('SELECT name FROM queues ORDER BY name').pluck();
   const promote = sqlite.prepare(PROMOTE_SQL).pluck();
   const nextDelayed = sqlite.prepare(NEXT_DELAYED_SQL).pluck();
-  const candidates = sqlite.prepare(CANDIDATES_SQL);
+  const candidates = sqlite.prepare(CANDIDATES_SQL).raw();
   // The same query with its LIMIT written in: SQLite runs `LIMIT 8` several µs faster than `LIMIT ?`
   // bound to 8 (measured: 3 µs against 9), and a claim or a lease runs it on every hand-out.
   const candidatesByLimit = new Map<number, Database.Statement>();
@@ -193,7 +229,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     let st = candidatesByLimit.get(limit);
     if (!st) {
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) return candidates;
-      candidatesByLimit.set(limit, (st = sqlite.prepare(CANDIDATES_SQL.replace(/LIMIT \?$/, `LIMIT ${limit}`))));
+      candidatesByLimit.set(limit, (st = sqlite.prepare(CANDIDATES_SQL.replace(/LIMIT \?$/, `LIMIT ${limit}`)).raw()));
     }
     return st;
   };
@@ -366,7 +402,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     /** Up to `limit` ready pending rows of `queue`, in claim order. */
     candidates(queue: string, limit: number): MessageRow[] {
       const st = candidatesFor(limit);
-      return (st === candidates ? st.all(queue, limit) : st.all(queue)) as MessageRow[];
+      return ((st === candidates ? st.all(queue, limit) : st.all(queue)) as unknown[][]).map(toMessageRow);
     },
     /** Applies a fenced transition; false when the row moved on (stale attempt). */
     write(t: RowTransition): boolean {
