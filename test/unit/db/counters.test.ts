@@ -5,62 +5,34 @@
  * must equal the rows, the arrivals must count each new pending row once, and a savepoint that
  * rolls back must take its part of the fold with it.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { compiledMessageMachine as machine } from '../../../machines/compiled.js';
-import { openDatabase, type DbHandle } from '../../../src/db/client.js';
+import { describe, expect, it } from 'vitest';
 import { FOLD_EVERY } from '../../../src/db/counters.js';
-import { createRepository, type NewMessage } from '../../../src/db/repository.js';
 import { runTransaction } from '../../../src/db/transaction.js';
 import { countsBothWays } from '../../helpers/counts.js';
-import { tempDb } from '../../helpers/temp-db.js';
-
-const NOW = 1_000_000;
+import { newRow as row, NOW, useTempRepository } from '../../helpers/temp-repository.js';
 
 describe('db/counters: the fold', () => {
-  let temp: ReturnType<typeof tempDb>;
-  let db: DbHandle;
-  let repo: ReturnType<typeof createRepository>;
-
-  beforeEach(() => {
-    temp = tempDb();
-    db = openDatabase(temp.path, 'normal');
-    repo = createRepository(db);
-  });
-
-  afterEach(() => {
-    db.close();
-    temp.cleanup();
-  });
-
-  const row = (queue: string): NewMessage => ({
-    queue,
-    payload: '{}',
-    context: machine.initial({ visibleAt: NOW }).context,
-    priority: 0,
-    ready: 1,
-    dedupeKey: null,
-    now: NOW,
-  });
+  const t = useTempRepository();
 
   /** Takes a pending row to done, as a claim and a settle would (one delete). */
-  const finish = (seq: number, queue: string) => repo.remove(seq, queue, 'pending', null, null, { to: 'done', attempt: 1, at: NOW, reason: 'done' });
+  const finish = (seq: number, queue: string) => t.repo.remove(seq, queue, 'pending', null, null, { to: 'done', attempt: 1, at: NOW, reason: 'done' });
 
-  const read = <T>(sql: string): T => db.sqlite.prepare(sql).pluck().get() as T;
+  const read = <T>(sql: string): T => t.db.sqlite.prepare(sql).pluck().get() as T;
   const mark = () => read<number>("SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'");
   const arrivals = (queue: string) => read<number | undefined>(`SELECT n FROM counters WHERE scope = '' AND name = 'arrivals:${queue}'`) ?? 0;
   const stored = (queue: string) =>
-    db.sqlite.prepare("SELECT name, n FROM counters WHERE scope = ? AND n != 0 ORDER BY name").all(queue) as { name: string; n: number }[];
+    t.db.sqlite.prepare("SELECT name, n FROM counters WHERE scope = ? AND n != 0 ORDER BY name").all(queue) as { name: string; n: number }[];
 
   /** Stored counts plus the rows above the mark, against the rows themselves. */
   function expectExact() {
-    const { rows, kept } = countsBothWays(db.sqlite);
+    const { rows, kept } = countsBothWays(t.db.sqlite);
     expect(kept).toEqual(rows);
   }
 
   it('stays exact when a transaction changes a row it inserted (a send claimed in its own commit)', () => {
-    runTransaction(db.sqlite, () => {
-      const a = repo.insert(row('q'))!;
-      repo.insert(row('q'));
+    runTransaction(t.db.sqlite, () => {
+      const a = t.repo.insert(row('q'))!;
+      t.repo.insert(row('q'));
       expect(finish(a, 'q')).toBe(true);
     });
     // Both rows are folded (the mark passed them), and the finished one left the pending count.
@@ -71,10 +43,10 @@ describe('db/counters: the fold', () => {
   });
 
   it('leaves rows it did not insert to the trigger, and the trigger folds them all once', () => {
-    runTransaction(db.sqlite, () => void repo.insert(row('other')));
+    runTransaction(t.db.sqlite, () => void t.repo.insert(row('other')));
     expect(mark()).toBe(0);
-    runTransaction(db.sqlite, () => {
-      const b = repo.insert(row('q'))!;
+    runTransaction(t.db.sqlite, () => {
+      const b = t.repo.insert(row('q'))!;
       expect(finish(b, 'q')).toBe(true);
     });
     expect(mark()).toBe(2);
@@ -85,11 +57,11 @@ describe('db/counters: the fold', () => {
   });
 
   it('hands over to the trigger once it has folded some of the rows in the same transaction', () => {
-    runTransaction(db.sqlite, () => {
-      const a = repo.insert(row('q'))!;
+    runTransaction(t.db.sqlite, () => {
+      const a = t.repo.insert(row('q'))!;
       // A statement outside the repository's own writes changes the row: the trigger folds it.
-      db.sqlite.prepare('UPDATE messages SET priority = 5 WHERE seq = ?').run(a);
-      const b = repo.insert(row('q'))!;
+      t.db.sqlite.prepare('UPDATE messages SET priority = 5 WHERE seq = ?').run(a);
+      const b = t.repo.insert(row('q'))!;
       expect(finish(b, 'q')).toBe(true);
     });
     expect(mark()).toBe(2);
@@ -99,17 +71,17 @@ describe('db/counters: the fold', () => {
   });
 
   it('loses its part of the fold with a savepoint that rolls back', () => {
-    runTransaction(db.sqlite, () => {
-      const a = repo.insert(row('q'))!;
+    runTransaction(t.db.sqlite, () => {
+      const a = t.repo.insert(row('q'))!;
       expect(() =>
-        runTransaction(db.sqlite, () => {
+        runTransaction(t.db.sqlite, () => {
           expect(finish(a, 'q')).toBe(true);
           throw new Error('rolled back');
         }),
       ).toThrow('rolled back');
       // Back to an unfolded row, which the outer transaction then changes for good.
       expect(finish(a, 'q')).toBe(true);
-      repo.insert(row('q'));
+      t.repo.insert(row('q'));
     });
     expect(stored('q')).toEqual([]);
     expect(arrivals('q')).toBe(1);
@@ -119,28 +91,28 @@ describe('db/counters: the fold', () => {
   it('counts nothing when the write of the mark fails, and leaves the rows unfolded', () => {
     // The mark's write fails as a full disk would fail it: the statement is undone, the
     // transaction goes on, and the caller commits what else it did.
-    db.sqlite.exec(`CREATE TEMP TRIGGER refuse_mark BEFORE UPDATE ON counters WHEN NEW.name = 'last_seq'
+    t.db.sqlite.exec(`CREATE TEMP TRIGGER refuse_mark BEFORE UPDATE ON counters WHEN NEW.name = 'last_seq'
       BEGIN SELECT RAISE(ABORT, 'mark write refused'); END`);
-    runTransaction(db.sqlite, () => {
-      const a = repo.insert(row('q'))!;
+    runTransaction(t.db.sqlite, () => {
+      const a = t.repo.insert(row('q'))!;
       expect(() => finish(a, 'q')).toThrow('mark write refused');
     });
-    db.sqlite.exec('DROP TRIGGER temp.refuse_mark');
+    t.db.sqlite.exec('DROP TRIGGER temp.refuse_mark');
     expect(mark()).toBe(0);
     expect(stored('q')).toEqual([]);
     expectExact();
     // The next change folds the row once.
-    runTransaction(db.sqlite, () => expect(finish(1, 'q')).toBe(true));
+    runTransaction(t.db.sqlite, () => expect(finish(1, 'q')).toBe(true));
     expect(arrivals('q')).toBe(1);
     expectExact();
   });
 
   it('moves the mark to its newest row, not past a seq that a dedupe hit used up', () => {
-    runTransaction(db.sqlite, () => {
-      const a = repo.insert({ ...row('q'), dedupeKey: 'key:k' })!;
-      expect(repo.insert({ ...row('q'), dedupeKey: 'key:k' })).toBeUndefined();
-      repo.insert(row('other'));
-      expect(repo.insert({ ...row('q'), dedupeKey: 'key:k' })).toBeUndefined();
+    runTransaction(t.db.sqlite, () => {
+      const a = t.repo.insert({ ...row('q'), dedupeKey: 'key:k' })!;
+      expect(t.repo.insert({ ...row('q'), dedupeKey: 'key:k' })).toBeUndefined();
+      t.repo.insert(row('other'));
+      expect(t.repo.insert({ ...row('q'), dedupeKey: 'key:k' })).toBeUndefined();
       expect(finish(a, 'q')).toBe(true);
     });
     expect(mark()).toBe(3);
@@ -149,8 +121,8 @@ describe('db/counters: the fold', () => {
   });
 
   it('folds a batch of FOLD_EVERY rows or more at its commit', () => {
-    runTransaction(db.sqlite, () => {
-      for (let i = 0; i < FOLD_EVERY + 36; i++) repo.insert(row(i % 2 === 0 ? 'even' : 'odd'));
+    runTransaction(t.db.sqlite, () => {
+      for (let i = 0; i < FOLD_EVERY + 36; i++) t.repo.insert(row(i % 2 === 0 ? 'even' : 'odd'));
     });
     expect(mark()).toBe(FOLD_EVERY + 36);
     const half = (FOLD_EVERY + 36) / 2;
