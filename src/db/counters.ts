@@ -61,12 +61,13 @@ export interface OutcomeTotals {
 }
 
 /** The counters name of a queue's arrivals (under scope ''; queue names never hold a colon). */
-export function arrivalsName(queue: string): string {
+function arrivalsName(queue: string): string {
   return `arrivals:${queue}`;
 }
 
 /** The fold mark: rows with a greater seq are not yet in the counts. */
-const MARK_SQL = "(SELECT n FROM counters WHERE scope = '' AND name = 'last_seq')";
+const READ_MARK_SQL = "SELECT n FROM counters WHERE scope = '' AND name = 'last_seq'";
+const MARK_SQL = `(${READ_MARK_SQL})`;
 
 /** Sends above the mark before a transaction folds them itself (a reader scans at most these). */
 export const FOLD_EVERY = 64;
@@ -125,7 +126,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
   // Folds by firing the fold trigger on the newest row: the trigger is the fold of any rows at all
   // (foldOwn only folds rows this transaction inserted, counted as it inserted them).
   const fold = sqlite.prepare(`UPDATE messages SET head = head WHERE seq = (SELECT max(seq) FROM messages) AND seq > ${MARK_SQL}`);
-  const readMark = sqlite.prepare(MARK_SQL.slice(1, -1)).pluck();
+  const readMark = sqlite.prepare(READ_MARK_SQL).pluck();
   const setMark = sqlite.prepare("INSERT INTO counters (scope, name, n) VALUES ('', 'last_seq', ?) ON CONFLICT (scope, name) DO UPDATE SET n = excluded.n");
   const fresh = (): Pending => ({
     deltas: new Map(),
