@@ -175,6 +175,15 @@ export function createProducer(deps: ProducerDeps) {
   }
 
   /**
+   * Rows of one batch that differ only in payload, with no key and no group: each is new and heads
+   * itself, so they go in chunks (Repository.insertMany). Rows of one batch share their options,
+   * and their context object when they share a visibleAt (initialContext).
+   */
+  function alike(row: PreparedRow, first: PreparedRow): boolean {
+    return row.dedupeKey === null && row.windowKey === null && row.group === null && row.context === first.context && row.priority === first.priority;
+  }
+
+  /**
    * Inserts rows inside a transaction; returns each row's id (an existing id on a dedupe hit) and
    * whether it is new.
    */
@@ -184,6 +193,10 @@ export function createProducer(deps: ProducerDeps) {
     if (!knownQueues.has(queue)) r.addQueue(queue, rows[0]!.now);
     const { maxPending } = policyFor(s, queue);
     let live = maxPending === null ? 0 : r.countLive(queue);
+    if (rows.length > 1 && (maxPending === null || live + rows.length <= maxPending) && rows.every((row) => alike(row, rows[0]!))) {
+      const first = r.insertMany(rows[0]!, rows.map((row) => row.payload), midBatch ? () => crashPoint('batch.midInsert') : undefined);
+      return { ids: rows.map((_, i) => String(first + i)), fresh: rows.map(() => true) };
+    }
     const ids = rows.map((row, i) => {
       if (maxPending !== null && live >= maxPending) {
         // A resend of a live message stores nothing, so a full queue still answers with its id.

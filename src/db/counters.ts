@@ -35,17 +35,20 @@ export interface Counters {
   arrived(queue: string): void;
   /** The delta recorded so far in this transaction for one queue and state. */
   pending(queue: string, state: MessageState): number;
-  /** The seq for the next new message (inside a write transaction); its row stays unfolded. */
-  nextSeq(): number;
-  /** The row of `queue` given the last nextSeq() was inserted (this transaction's own, unfolded). */
-  inserted(queue: string): void;
+  /**
+   * The seq for the next new message (inside a write transaction), or the first of `count`
+   * consecutive ones; its row stays unfolded.
+   */
+  nextSeq(count?: number): number;
+  /** `count` rows of `queue` were inserted, the last with the last seq handed out (this transaction's own, unfolded). */
+  inserted(queue: string, count?: number): void;
   /**
    * Before a statement that may change an unfolded row: folds this transaction's own new rows
    * here, so that the fold trigger does not run (see foldOwn below).
    */
   foldOwn(): void;
-  /** Counts a committed outcome for telemetry (kept in memory only, with the transaction). */
-  tally(outcome: 'sent' | 'completed' | 'dead'): void;
+  /** Counts committed outcomes for telemetry (kept in memory only, with the transaction). */
+  tally(outcome: 'sent' | 'completed' | 'dead', count?: number): void;
   /** Counts a failed attempt with its error code, for telemetry. */
   failed(code: string): void;
   /** What this connection's committed transactions did since it opened (telemetry). */
@@ -223,26 +226,27 @@ export function attachCounters(sqlite: Database.Database): Counters {
       dirty = true;
     },
     pending: (queue, state) => pending.deltas.get(queue)?.get(state) ?? 0,
-    nextSeq() {
+    nextSeq(count = 1) {
       if (pending.lastSeq === null) {
         const [mark, newest] = readSeqs.get() as [number, number];
         pending.mark = mark;
         pending.clean = newest <= mark;
         pending.lastSeq = Math.max(mark, newest);
       }
-      pending.lastSeq += 1;
+      const first = pending.lastSeq + 1;
+      pending.lastSeq += count;
       dirty = true;
-      return pending.lastSeq;
+      return first;
     },
-    inserted(queue) {
+    inserted(queue, count = 1) {
       if (!pending.clean) return;
       pending.ownTo = pending.lastSeq!;
       pending.own ??= new Map();
-      pending.own.set(queue, (pending.own.get(queue) ?? 0) + 1);
+      pending.own.set(queue, (pending.own.get(queue) ?? 0) + count);
     },
     foldOwn,
-    tally(outcome) {
-      pending[outcome] += 1;
+    tally(outcome, count = 1) {
+      pending[outcome] += count;
       dirty = true;
     },
     failed(code) {

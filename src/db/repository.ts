@@ -194,20 +194,52 @@ export const ABANDONED = 'stopped';
 
 const LIVE: MessageState[] = ['pending', 'activating', 'processing'];
 
+/** The columns a new row sets; every value but the state is bound (newRowValues, in this order). */
+const INSERT_SQL = `INSERT INTO messages (seq, queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
+  last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for, history, dedupe_id)`;
+
+/** A send whose key a live message of its queue holds stores nothing (the caller answers with that message's id). */
+const ON_LIVE_KEY = `ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'activating', 'processing') DO NOTHING`;
+
+/** Rows per statement of insertMany: per-statement costs paid once for 16 rows (about 3 µs a row less, measured). */
+export const INSERT_CHUNK = 16;
+
+/** How many values newRowValues gives. */
+const NEW_ROW_VALUES = 23;
+
+/** The bound values of a new row, in INSERT_SQL's column order without the state. */
+function newRowValues(row: NewMessage, seq: number, head: 0 | 1, history: string | null): unknown[] {
+  const c = row.context;
+  return [
+    seq, row.queue, row.payload, c.failures, c.attempt, c.deliveries, c.crashes, c.visibleAt, c.leaseExpiresAt,
+    c.lastError === null ? null : JSON.stringify(c.lastError), row.priority, row.ready, row.dedupeKey, row.now, row.now,
+    row.group ?? null, head, row.attributes ?? null, row.sourceQueue ?? null, row.schedule ?? null, row.scheduledFor ?? null,
+    history, row.dedupeId ?? null,
+  ];
+}
+
+/** One VALUES tuple of INSERT_SQL: `param(i)` places bound value i, the state is always pending. */
+function newRowTuple(param: (i: number) => string): string {
+  const p = Array.from({ length: NEW_ROW_VALUES }, (_, i) => param(i));
+  return `(${p.slice(0, 3).join(', ')}, 'pending', ${p.slice(3).join(', ')})`;
+}
+
 /** Creates the repository over an open database. */
 export function createRepository(db: DbHandle, options: RepositoryOptions = {}) {
   const { sqlite, orm } = db;
   const recording = options.history ?? (() => false);
+  /** A new row's history: its entry into pending, when history is kept. */
+  const firstEntry = (row: NewMessage) => (recording() ? encodeEntry(row.now, null, 'pending', row.context.attempt) : null);
   const deltas = attachCounters(sqlite);
   /** A group's next live message heads it; a pending one becomes claimable (an arrival for waiters). */
   const promoteGroup = (queue: string, group: string) => {
     if ((promoteHead.all(queue, group) as string[]).length > 0) deltas.arrived(queue);
   };
-  const insert = sqlite.prepare(
-    `INSERT INTO messages (seq, queue, payload, state, failures, attempt, deliveries, crashes, visible_at, lease_expires_at,
-       last_error, priority, ready, dedupe_key, created_at, updated_at, grp, head, attributes, source_queue, schedule, scheduled_for, history, dedupe_id)
-     VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'activating', 'processing') DO NOTHING`,
+  const insert = sqlite.prepare(`${INSERT_SQL} VALUES ${newRowTuple(() => '?')} ${ON_LIVE_KEY}`);
+  // A chunk of rows that differ only in seq and payload: the shared values are bound once, by
+  // name (v<i>: value i of newRowValues), and each row adds its payload.
+  const insertChunk = sqlite.prepare(
+    `${INSERT_SQL} VALUES ${Array.from({ length: INSERT_CHUNK }, (_, k) => newRowTuple((i) => (i === 0 ? `@v0 + ${k}` : i === 2 ? '?' : `@v${i}`))).join(', ')}`,
   );
   const groupHeadOf = sqlite
     .prepare(`SELECT seq FROM messages WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing') ORDER BY seq LIMIT 1`)
@@ -339,39 +371,47 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     counters: deltas,
     /** Inserts a pending row; its seq, or undefined when a live row already holds its dedupe key. */
     insert(row: NewMessage): number | undefined {
-      const c = row.context;
       const seq = deltas.nextSeq();
-      const info = insert.run(
-        seq,
-        row.queue,
-        row.payload,
-        c.failures,
-        c.attempt,
-        c.deliveries,
-        c.crashes,
-        c.visibleAt,
-        c.leaseExpiresAt,
-        c.lastError === null ? null : JSON.stringify(c.lastError),
-        row.priority,
-        row.ready,
-        row.dedupeKey,
-        row.now,
-        row.now,
-        row.group ?? null,
-        // A grouped message heads its group only when the group has no other live message.
-        row.group == null || groupHeadOf.get(row.queue, row.group) === undefined ? 1 : 0,
-        row.attributes ?? null,
-        row.sourceQueue ?? null,
-        row.schedule ?? null,
-        row.scheduledFor ?? null,
-        recording() ? encodeEntry(row.now, null, 'pending', c.attempt) : null,
-        row.dedupeId ?? null,
-      );
+      // A grouped message heads its group only when the group has no other live message.
+      const head = row.group == null || groupHeadOf.get(row.queue, row.group) === undefined ? 1 : 0;
+      const info = insert.run(newRowValues(row, seq, head, firstEntry(row)));
       // Counted by the next fold, not here: the send's commit leaves the counters page alone.
       if (info.changes !== 1) return undefined;
       deltas.inserted(row.queue);
       deltas.tally('sent');
       return seq;
+    },
+    /**
+     * Inserts one row per payload, each otherwise as `template` (which has no dedupe key and no
+     * group, so every row is new and heads itself), INSERT_CHUNK rows per statement; returns the
+     * first seq (the rows take consecutive seqs). `midway` runs once about half of them are in.
+     */
+    insertMany(template: NewMessage, payloads: string[], midway?: () => void): number {
+      if (template.dedupeKey !== null || template.group != null) throw new Error('insertMany takes rows without a dedupe key or a group');
+      const n = payloads.length;
+      const first = deltas.nextSeq(n);
+      const values = newRowValues(template, first, 1, firstEntry(template));
+      const shared: Record<string, unknown> = {};
+      for (let i = 0; i < values.length; i++) if (i !== 2) shared[`v${i}`] = values[i];
+      let done = 0;
+      const landed = (rows: number, changes: number) => {
+        if (changes !== rows) throw new Error(`An insert of ${rows} new rows stored ${changes}`);
+        const before = done;
+        done += rows;
+        if (midway && before < n / 2 && done >= n / 2) midway();
+      };
+      while (n - done >= INSERT_CHUNK) {
+        shared.v0 = first + done;
+        landed(INSERT_CHUNK, insertChunk.run(...payloads.slice(done, done + INSERT_CHUNK), shared).changes);
+      }
+      while (done < n) {
+        values[0] = first + done;
+        values[2] = payloads[done];
+        landed(1, insert.run(values).changes);
+      }
+      deltas.inserted(template.queue, n);
+      deltas.tally('sent', n);
+      return first;
     },
     /** The id of the live message holding `key` in `queue`. */
     liveIdByKey(queue: string, key: string): string | undefined {

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { isSpoolError } from '../../src/index.js';
 import { reached } from '../helpers/events.js';
+import { readDb } from '../helpers/read-db.js';
 import { queueTotal, useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
@@ -29,6 +30,30 @@ describe('sendBatch', () => {
     await spool.start();
     await done;
     expect(ran).toEqual(ids);
+  });
+
+  it('stores each message as a send of its own would, in chunks or not', async () => {
+    const { spool } = setup();
+    // 37 rows: two chunks of Repository.insertMany and a tail of single-row inserts.
+    const payloads = Array.from({ length: 37 }, (_, n) => ({ n, text: `item ${n}` }));
+    const batch = await spool.sendBatch('batch', payloads, { priority: 2, delayMs: 250 });
+    const single: string[] = [];
+    for (const payload of payloads) single.push(await spool.send('single', payload, { priority: 2, delayMs: 250 }));
+    // Every column but the seq, the id and the queue, read back from the file.
+    const rows = (ids: string[]) =>
+      readDb(spools.path, (conn) => {
+        const read = conn.prepare('SELECT * FROM messages WHERE id = ?');
+        return ids.map((id) => {
+          const { seq: _seq, id: _id, queue: _queue, ...rest } = read.get(id) as Record<string, unknown>;
+          return rest;
+        });
+      });
+    expect(batch.map(Number)).toEqual(batch.map((_, i) => Number(batch[0]) + i));
+    const stored = rows(batch);
+    expect(stored).toEqual(rows(single));
+    expect(stored.map((row) => JSON.parse(row.payload as string))).toEqual(payloads);
+    expect(stored[0]).toMatchObject({ state: 'pending', priority: 2, ready: 0, head: 1 });
+    expect(stored[0]!.history).not.toBeNull();
   });
 
   it('applies the options to every item', async () => {

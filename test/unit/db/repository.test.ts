@@ -4,8 +4,9 @@
  * here a row with every column set to a distinct non-null value is read both ways.
  */
 import { describe, expect, it } from 'vitest';
-import { CANDIDATES_SQL, ROW_COLUMNS, toMessageRow } from '../../../src/db/repository.js';
+import { CANDIDATES_SQL, INSERT_CHUNK, ROW_COLUMNS, toMessageRow } from '../../../src/db/repository.js';
 import { runTransaction } from '../../../src/db/transaction.js';
+import { countsBothWays } from '../../helpers/counts.js';
 import { newRow, useTempRepository } from '../../helpers/temp-repository.js';
 
 describe('db/repository: rows read by position', () => {
@@ -42,5 +43,49 @@ describe('db/repository: rows read by position', () => {
     // The claim's LIMIT-specific statements (one per limit) read the same way.
     expect(t.repo.candidates('q', 10)).toEqual(t.db.sqlite.prepare(CANDIDATES_SQL).all('q', 10));
     expect(t.repo.candidates('q', 10).map((row) => row.priority)).toEqual([9, 5, 1, 0, 0]);
+  });
+});
+
+describe('db/repository: insertMany', () => {
+  const t = useTempRepository();
+  const columns = (seq: number) => {
+    const { seq: _seq, id: _id, payload: _payload, ...rest } = t.db.sqlite.prepare('SELECT * FROM messages WHERE seq = ?').get(seq) as Record<string, unknown>;
+    return rest;
+  };
+
+  it('stores what one insert per row stores, on consecutive seqs, and counts them', () => {
+    const template = newRow('q', { priority: -3, ready: 0, attributes: '{"a":{"DataType":"String","StringValue":"x"}}', sourceQueue: 'src', schedule: 'nightly', scheduledFor: 42 });
+    const n = 2 * INSERT_CHUNK + 5;
+    const payloads = Array.from({ length: n }, (_, i) => JSON.stringify({ i }));
+    const first = runTransaction(t.db.sqlite, () => t.repo.insertMany(template, payloads));
+    const one = runTransaction(t.db.sqlite, () => t.repo.insert({ ...template, payload: '{"one":1}' }))!;
+    const seqs = t.db.sqlite.prepare("SELECT seq FROM messages WHERE payload != '{\"one\":1}' ORDER BY seq").pluck().all();
+    expect(seqs).toEqual(payloads.map((_, i) => first + i));
+    expect(t.db.sqlite.prepare('SELECT payload FROM messages WHERE seq >= ? AND seq < ? ORDER BY seq').pluck().all(first, first + n)).toEqual(payloads);
+    expect(one).toBe(first + n);
+    for (const seq of seqs as number[]) expect(columns(seq)).toEqual(columns(one));
+    const { rows, kept } = countsBothWays(t.db.sqlite);
+    expect(kept).toEqual(rows);
+    expect(rows).toEqual([{ queue: 'q', state: 'pending', n: n + 1 }]);
+  });
+
+  it('runs midway once, when half of the rows are in', () => {
+    for (const n of [2, 3, INSERT_CHUNK, 2 * INSERT_CHUNK + 1]) {
+      const seen: number[] = [];
+      const count = t.db.sqlite.prepare("SELECT count(*) FROM messages WHERE queue = 'm'").pluck();
+      const before = count.get() as number;
+      runTransaction(t.db.sqlite, () =>
+        t.repo.insertMany(newRow('m'), Array.from({ length: n }, () => '{}'), () => seen.push((count.get() as number) - before)),
+      );
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toBeGreaterThanOrEqual(n / 2);
+      expect(seen[0]).toBeLessThanOrEqual(n / 2 + INSERT_CHUNK);
+    }
+  });
+
+  it('refuses rows with a dedupe key or a group, which may not all be new', () => {
+    expect(() => runTransaction(t.db.sqlite, () => t.repo.insertMany(newRow('q', { dedupeKey: 'key:k' }), ['{}', '{}']))).toThrow(/dedupe key or a group/);
+    expect(() => runTransaction(t.db.sqlite, () => t.repo.insertMany(newRow('q', { group: 'g' }), ['{}', '{}']))).toThrow(/dedupe key or a group/);
+    expect(t.db.sqlite.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(0);
   });
 });
