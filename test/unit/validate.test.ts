@@ -60,6 +60,11 @@ describe('serializePayload', () => {
     expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(payload)));
   });
 
+  it('accepts nesting deeper than the fast walk follows, checked the long way', () => {
+    const deep = { list: [nested(200, 'leaf')] };
+    expect(serializePayload(deep, LIMIT)).toBe(JSON.stringify(deep));
+  });
+
   it('accepts the same object twice when it is shared, not circular', () => {
     const shared = { x: 1 };
     expect(serializePayload({ a: shared, b: [shared, shared] }, LIMIT)).toBe('{"a":{"x":1},"b":[{"x":1},{"x":1}]}');
@@ -73,6 +78,11 @@ describe('serializePayload', () => {
   }
   const circular: Record<string, unknown> = { a: { b: {} } };
   ((circular.a as Record<string, unknown>).b as Record<string, unknown>).back = circular.a;
+  // Twenty keys each back to the root: a walk that followed every path would never end.
+  const wideCycle: Record<string, unknown> = {};
+  for (let k = 0; k < 20; k++) wideCycle[`k${k}`] = wideCycle;
+  /** `leaf` under `depth` levels of { n: … }. */
+  const nested = (depth: number, leaf: unknown): unknown => (depth === 0 ? leaf : { n: nested(depth - 1, leaf) });
   const circularArray: unknown[] = [1];
   circularArray.push({ list: circularArray });
 
@@ -101,6 +111,9 @@ describe('serializePayload', () => {
     ['a boxed number', { n: new Number(1) }, 'Payload.n is a Number'],
     ['a typed array', { bytes: new Uint8Array(2) }, 'Payload.bytes is a Uint8Array'],
     ['a plain object with toJSON', { v: { toJSON: () => 'x' } }, 'Payload.v has a toJSON method'],
+    ['an array with toJSON', { v: Object.assign([1], { toJSON: () => 'x' }) }, 'Payload.v has a toJSON method'],
+    ['a wide cycle (every key back to the root)', wideCycle, 'Payload.k0 is circular'],
+    ['NaN below the depth the fast walk follows', nested(40, Number.NaN), `Payload${'.n'.repeat(40)} is NaN`],
   ];
   it.each(rejected)('rejects %s with INVALID_PAYLOAD naming the path', (_, payload, message) => {
     const error = thrown(() => serializePayload(payload, LIMIT));
