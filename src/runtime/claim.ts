@@ -69,13 +69,16 @@ export function createClaimer(
     if (!active()) return null;
     const now = clock.now();
     const promote = nextDelayed !== null && nextDelayed <= now;
-    const free = pools.freeSlots();
-    const byPool = readyByPool(free);
-    return promote || byPool.size > 0 ? { now, promote, byPool, free } : null;
+    // Read only when a hot queue is unpaused: a send to a paused queue (or one another process
+    // consumes) asks for a plan on every commit, and most such plans stop before the pools.
+    let free: Record<string, number> | undefined;
+    const slots = () => (free ??= pools.freeSlots());
+    const byPool = readyByPool(slots);
+    return promote || byPool.size > 0 ? { now, promote, byPool, free: slots() } : null;
   }
 
-  /** The hot, unpaused queues whose pool has a free slot, grouped by pool. */
-  function readyByPool(free: Record<string, number>): Map<string, string[]> {
+  /** The hot, unpaused queues whose pool has a free slot (`slots()`), grouped by pool. */
+  function readyByPool(slots: () => Record<string, number>): Map<string, string[]> {
     const ctx = pools.context();
     const byPool = new Map<string, string[]>();
     for (const queue of queues.hot) {
@@ -88,7 +91,7 @@ export function createClaimer(
         continue;
       }
       const pool = pools.poolOf(queue);
-      if ((free[pool] ?? 0) <= 0) continue;
+      if ((slots()[pool] ?? 0) <= 0) continue;
       // Held back by its load control: it stays hot, and the gate armed a wake-up for it.
       if (gate && gate.allowance(queue) <= 0) continue;
       let list = byPool.get(pool);
@@ -109,7 +112,7 @@ export function createClaimer(
       if (promoted.size > 0) {
         for (const queue of promoted) queues.heat(queue);
         // Newly ready queues join the plan (their pools' free slots are already known).
-        byPool = readyByPool(free);
+        byPool = readyByPool(() => free);
       }
     }
     const result: ClaimResult = { claimed: [], dispositions: [], capped: false };
