@@ -188,9 +188,13 @@ async function produce(o: ChildOptions, spool: ReturnType<typeof createSpool>, s
       const roll = random();
       const priority = random() < 0.1 ? between(random, -5, 5) : undefined;
       // Every 8th pick is a batch, so even a short run has a few (batch.midInsert:3 needs three).
-      const forceBatch = picks++ % 8 === 1;
+      const pick = picks++;
+      const forceBatch = pick % 8 === 1;
       if ((roll < 0.12 || forceBatch) && o.messages - i >= 2) {
-        const batch = Array.from({ length: Math.min(between(random, 2, 6), o.messages - i) }, () => next(queue));
+        // The second forced batch spans a chunk of the batch insert (16 rows) and a tail, when the
+        // run has room for it and for a third batch after it.
+        const size = pick === 9 && o.messages - i >= 40 ? 20 : between(random, 2, 6);
+        const batch = Array.from({ length: Math.min(size, o.messages - i) }, () => next(queue));
         for (const p of batch) intent(queue, p, false);
         work.push(
           spool.sendBatch(queue, batch, { priority }).then(
