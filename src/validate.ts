@@ -62,6 +62,9 @@ export function serializePayload(payload: unknown, maxBytes: number, what = 'Pay
   return json;
 }
 
+/** No lone surrogate (String.prototype.isWellFormed, in Node 20; TypeScript's ES2023 lib lacks it). */
+const wellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
+
 /** Nesting the fast walk follows before it leaves a payload to `check`: a cycle ends it there. */
 const PLAIN_DEPTH = 32;
 
@@ -74,7 +77,7 @@ const PLAIN_DEPTH = 32;
 function plainJson(value: unknown, depth: number): boolean {
   switch (typeof value) {
     case 'string':
-      return (value as string & { isWellFormed(): boolean }).isWellFormed();
+      return wellFormed(value as string);
     case 'boolean':
       return true;
     case 'number':
@@ -89,7 +92,7 @@ function plainJson(value: unknown, depth: number): boolean {
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) return false;
       for (const key of Object.keys(value)) {
-        if (!(key as string & { isWellFormed(): boolean }).isWellFormed() || !plainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+        if (!wellFormed(key) || !plainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
       }
       return Object.getOwnPropertySymbols(value).length === 0;
     }
