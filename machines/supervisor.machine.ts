@@ -12,6 +12,9 @@
  *              the pool that started them.
  * - ACQUIRE    slots taken by a claim; the runtime never asks for more than `freeSlots()` gives.
  * - RELEASE    slots given back by settled (or timed-out) handlers, per pool.
+ * - ADJUST     both in one step, releases first: a claim's commit gives back the slots of the
+ *              handlers settled since the last step and takes its own. At concurrency 1 that is
+ *              one event per message, where RELEASE then ACQUIRE were two.
  */
 import { assign, setup } from 'xstate';
 
@@ -48,7 +51,8 @@ export type SupervisorEvent =
   | { type: 'STOP' }
   | { type: 'CONFIGURE'; limits: PoolLimits }
   | { type: 'ACQUIRE'; counts: Record<string, number> }
-  | { type: 'RELEASE'; counts: Record<string, number> };
+  | { type: 'RELEASE'; counts: Record<string, number> }
+  | { type: 'ADJUST'; release: Record<string, number>; acquire: Record<string, number> };
 
 /** A map keyed by queue names: no prototype, so "constructor" or "__proto__" are plain keys. */
 function byName<T>(entries: Record<string, T> = {}): Record<string, T> {
@@ -88,6 +92,7 @@ const accounting = {
   CONFIGURE: { actions: 'configure' },
   ACQUIRE: { actions: 'acquire' },
   RELEASE: { actions: 'release' },
+  ADJUST: { actions: 'adjust' },
 } as const;
 
 /** The supervisor machine (see the module header). */
@@ -97,6 +102,10 @@ export const supervisorMachine = setup({
     configure: assign(({ context, event }) => (event.type === 'CONFIGURE' ? configure(context, event.limits) : {})),
     acquire: assign(({ context, event }) => (event.type === 'ACQUIRE' ? adjust(context, event.counts, 1) : {})),
     release: assign(({ context, event }) => (event.type === 'RELEASE' ? adjust(context, event.counts, -1) : {})),
+    adjust: assign(({ context, event }) => {
+      if (event.type !== 'ADJUST') return {};
+      return adjust({ ...context, ...adjust(context, event.release, -1) }, event.acquire, 1);
+    }),
   },
 }).createMachine({
   id: 'supervisor',
@@ -108,16 +117,38 @@ export const supervisorMachine = setup({
   },
 });
 
+/**
+ * True when `ADJUST { release, acquire }` would leave `context` as it is: each pool gives back
+ * as many slots as it takes, and holds at least that many (so the release cannot clamp at zero).
+ * A drain in steady state is that case at every commit. Property-tested against the machine's
+ * own transition (test/unit/machines/supervisor.machine.test.ts).
+ */
+export function adjustChangesNothing(context: SupervisorContext, release: Record<string, number>, acquire: Record<string, number>): boolean {
+  for (const key in release) if (release[key] !== (acquire[key] ?? 0)) return false;
+  for (const key in acquire) {
+    const count = acquire[key]!;
+    if (count === 0) continue;
+    if (release[key] !== count) return false;
+    const pool = context.pools[key];
+    if (pool === undefined || pool.active < count) return false;
+  }
+  return true;
+}
+
 /** The pool key a queue claims from. */
 export function poolOf(context: SupervisorContext, queue: string): string {
   return context.routes[queue] ?? DEFAULT_POOL;
 }
 
-/** Free slots per pool key (never negative: a shrunk pool may run above its new limit). */
-export function freeSlots(context: SupervisorContext): Record<string, number> {
+/**
+ * Free slots per pool key (never negative: a shrunk pool may run above its new limit), counting
+ * `releasing` (slots given back but not yet sent as an event) as free, as RELEASE would.
+ */
+export function freeSlots(context: SupervisorContext, releasing?: Record<string, number>): Record<string, number> {
   const free = byName<number>();
   for (const [key, pool] of Object.entries(context.pools)) {
-    free[key] = Math.max(0, pool.concurrency - pool.active);
+    const active = Math.max(0, pool.active - (releasing?.[key] ?? 0));
+    free[key] = Math.max(0, pool.concurrency - active);
   }
   return free;
 }

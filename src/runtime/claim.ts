@@ -65,8 +65,14 @@ export function createClaimer(
    * its savepoint entirely.
    */
   function plan(): ClaimPlan | null {
-    pools.applyReleases();
-    if (!active()) return null;
+    const next = active() ? planNow() : null;
+    // No claim, so no claim's commit will send the pending releases (executor.claimed): send
+    // them now, and the supervisor's snapshot is current after every commit.
+    if (next === null) pools.applyReleases();
+    return next;
+  }
+
+  function planNow(): ClaimPlan | null {
     const now = clock.now();
     const promote = nextDelayed !== null && nextDelayed <= now;
     // Read only when a hot queue is unpaused: a send to a paused queue (or one another process

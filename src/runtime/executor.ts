@@ -39,6 +39,7 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
 
   /** After the claim's commit: announce settled rows, take slots, launch handlers. */
   function claimed(result: ClaimResult | null) {
+    if (!result || result.claimed.length === 0) pools.acquire(null);
     if (!result) return;
     const at = clock.now();
     for (const d of result.dispositions) {

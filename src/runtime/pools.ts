@@ -3,7 +3,7 @@
  * claims from which pool), plus batching of releases, so a burst of settles costs one event.
  */
 import { createActor } from 'xstate';
-import { DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
+import { adjustChangesNothing, DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
 import type { Settings } from '../settings/schema.js';
 import type { Inspect } from './types.js';
 
@@ -32,26 +32,39 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
   let releases: Record<string, number> = Object.create(null);
   let releaseCount = 0;
 
-  function applyReleases() {
-    if (releaseCount === 0) return;
+  /** The releases not yet sent, handed over (and forgotten here). */
+  function takeReleases(): Record<string, number> {
     const counts = releases;
     releases = Object.create(null);
     releaseCount = 0;
-    actor.send({ type: 'RELEASE', counts });
+    return counts;
+  }
+
+  function applyReleases() {
+    if (releaseCount > 0) actor.send({ type: 'RELEASE', counts: takeReleases() });
   }
 
   return {
     actor,
-    /** The accounting context, with every pending release applied. */
-    context() {
-      applyReleases();
-      return actor.getSnapshot().context;
-    },
-    freeSlots: () => freeSlots((applyReleases(), actor.getSnapshot().context)),
+    /** The accounting context: limits, routes, paused queues (releases may be pending: see freeSlots). */
+    context: () => actor.getSnapshot().context,
+    /** Free slots per pool, pending releases counted as free. */
+    freeSlots: () => freeSlots(actor.getSnapshot().context, releases),
     poolOf: (queue: string) => poolOf(actor.getSnapshot().context, queue),
     configure: (settings: Settings) => actor.send({ type: 'CONFIGURE', limits: limitsOf(settings) }),
-    acquire: (counts: Record<string, number>) => actor.send({ type: 'ACQUIRE', counts }),
-    /** A slot freed by a settled handler; applied at the next claim (or view). */
+    /**
+     * A claim's slots, taken after its commit, with the releases since the last event: one event
+     * for both. A claim that took nothing still applies the releases, so the actor's snapshot is
+     * current after every commit that asked for a claim.
+     */
+    acquire(counts: Record<string, number> | null) {
+      if (counts === null) return applyReleases();
+      const release = takeReleases();
+      // An event that changes nothing is not sent, unless an inspector is there to show it.
+      if (!inspect && adjustChangesNothing(actor.getSnapshot().context, release, counts)) return;
+      actor.send({ type: 'ADJUST', release, acquire: counts });
+    },
+    /** A slot freed by a settled handler; sent with the next claim's slots (or view). */
     release(pool: string) {
       releases[pool] = (releases[pool] ?? 0) + 1;
       releaseCount += 1;

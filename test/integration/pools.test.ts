@@ -31,6 +31,9 @@ describe('executor pools', () => {
     await allDone;
     expect(baton.total).toBe(10);
     expect(baton.max).toBe(3);
+    // The actor's own snapshot is current once the last completion is committed, before any
+    // view (stats()) asks for pending releases to be applied.
+    expect(spool.supervisor.getSnapshot().context.pools['*']).toEqual({ concurrency: 3, active: 0 });
     expect((await spool.stats()).pools.default).toEqual({ concurrency: 3, active: 0 });
   });
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createActor, type Actor } from 'xstate';
 import {
+  adjustChangesNothing,
   DEFAULT_POOL,
   freeSlots,
   poolOf,
@@ -57,6 +58,99 @@ describe('supervisor machine', () => {
     a.send({ type: 'RELEASE', counts: { email: 1 } });
     expect(context().pools).toEqual({ [DEFAULT_POOL]: { concurrency: 4, active: 1 }, email: { concurrency: 2, active: 1 } });
     expect(freeSlots(context())).toEqual({ [DEFAULT_POOL]: 3, email: 1 });
+  });
+
+  it('applies ADJUST as RELEASE then ACQUIRE, in one step', () => {
+    const a = start(limits(4, { email: 2 }));
+    a.send({ type: 'ACQUIRE', counts: { [DEFAULT_POOL]: 4, email: 1 } });
+    let steps = 0;
+    const sub = a.subscribe(() => steps++);
+    // Releases first: a full pool gives back 2 and takes 2 without ever going above its limit.
+    a.send({ type: 'ADJUST', release: { [DEFAULT_POOL]: 2, email: 1 }, acquire: { [DEFAULT_POOL]: 2 } });
+    sub.unsubscribe();
+    expect(steps).toBe(1);
+    expect(context().pools).toEqual({ [DEFAULT_POOL]: { concurrency: 4, active: 4 }, email: { concurrency: 2, active: 0 } });
+
+    // The same counts as two events give the same context.
+    const b = createActor(supervisorMachine, { input: limits(4, { email: 2 }) }).start();
+    b.send({ type: 'ACQUIRE', counts: { [DEFAULT_POOL]: 4, email: 1 } });
+    b.send({ type: 'RELEASE', counts: { [DEFAULT_POOL]: 2, email: 1 } });
+    b.send({ type: 'ACQUIRE', counts: { [DEFAULT_POOL]: 2 } });
+    expect(b.getSnapshot().context).toEqual(context());
+    b.stop();
+  });
+
+  it('drops a lingering pool whose last handler an ADJUST releases', () => {
+    const a = start(limits(4, { email: 2 }));
+    a.send({ type: 'ACQUIRE', counts: { email: 1 } });
+    a.send({ type: 'CONFIGURE', limits: limits(4) });
+    a.send({ type: 'ADJUST', release: { email: 1 }, acquire: { [DEFAULT_POOL]: 1 } });
+    expect(context().pools).toEqual({ [DEFAULT_POOL]: { concurrency: 4, active: 1 } });
+  });
+
+  it('counts releases not yet sent as free slots, never above the limit', () => {
+    const a = start(limits(4, { email: 2 }));
+    a.send({ type: 'ACQUIRE', counts: { [DEFAULT_POOL]: 4, email: 2 } });
+    expect(freeSlots(context(), { [DEFAULT_POOL]: 1 })).toEqual({ [DEFAULT_POOL]: 1, email: 0 });
+    expect(freeSlots(context(), { email: 5 })).toEqual({ [DEFAULT_POOL]: 0, email: 2 });
+    a.send({ type: 'CONFIGURE', limits: limits(1, { email: 2 }) });
+    // Shrunk below active: a release frees a slot only once active is under the new limit.
+    expect(freeSlots(context(), { [DEFAULT_POOL]: 3 })[DEFAULT_POOL]).toBe(0);
+    expect(freeSlots(context(), { [DEFAULT_POOL]: 4 })[DEFAULT_POOL]).toBe(1);
+  });
+
+  it('adjustChangesNothing is true only where ADJUST leaves the context as it was (2,000 random cases)', () => {
+    // A seeded generator: the same cases on every run.
+    let seed = 42;
+    const rand = (n: number) => {
+      // mulberry32
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
+    };
+    const keys = [DEFAULT_POOL, 'a', 'b', 'c'];
+    const counts = () => {
+      const out: Record<string, number> = {};
+      for (const key of keys) if (rand(2)) out[key] = rand(3);
+      return out;
+    };
+    const randomLimits = () => {
+      const queues: Record<string, number> = {};
+      for (const key of ['a', 'b']) if (rand(2)) queues[key] = rand(4);
+      return limits(rand(5), queues);
+    };
+    let noops = 0;
+    let busyNoops = 0;
+    for (let i = 0; i < 2000; i++) {
+      const a = start(randomLimits());
+      // Some history: claims, releases and limit changes (which leave lingering pools).
+      for (let step = rand(6); step > 0; step--) {
+        const pick = rand(3);
+        if (pick === 0) a.send({ type: 'ACQUIRE', counts: counts() });
+        else if (pick === 1) a.send({ type: 'RELEASE', counts: counts() });
+        else a.send({ type: 'CONFIGURE', limits: randomLimits() });
+      }
+      // Handlers running, as when a drain settles some and claims as many.
+      a.send({ type: 'ACQUIRE', counts: counts() });
+      const acquire = counts();
+      // Half the cases release exactly what they acquire: the steady state of a drain.
+      const release = rand(2) ? { ...acquire } : counts();
+      const before = structuredClone(context());
+      const predicted = adjustChangesNothing(before, release, acquire);
+      a.send({ type: 'ADJUST', release, acquire });
+      if (predicted) {
+        noops++;
+        if (Object.values(acquire).some((n) => n > 0)) busyNoops++;
+        expect(context()).toEqual(before);
+      }
+      a.stop();
+      actor = undefined;
+    }
+    // Enough cases of each kind that the check means something.
+    expect(noops).toBeGreaterThan(200);
+    expect(noops).toBeLessThan(1800);
+    expect(busyNoops).toBeGreaterThan(50);
   });
 
   it('keeps accounting while stopped, so handlers finishing after STOP are released', () => {
