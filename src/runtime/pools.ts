@@ -54,11 +54,9 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
     configure: (settings: Settings) => actor.send({ type: 'CONFIGURE', limits: limitsOf(settings) }),
     /**
      * A claim's slots, taken after its commit, with the releases since the last event: one event
-     * for both. A claim that took nothing still applies the releases, so the actor's snapshot is
-     * current after every commit that asked for a claim.
+     * for both. (A claim that took nothing sends the releases alone: applyReleases.)
      */
-    acquire(counts: Record<string, number> | null) {
-      if (counts === null) return applyReleases();
+    acquire(counts: Record<string, number>) {
       const release = takeReleases();
       // An event that changes nothing is not sent, unless an inspector is there to show it.
       if (!inspect && adjustChangesNothing(actor.getSnapshot().context, release, counts)) return;
