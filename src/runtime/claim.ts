@@ -67,7 +67,8 @@ export function createClaimer(
   function plan(): ClaimPlan | null {
     const next = active() ? planNow() : null;
     // No claim, so no claim's commit will send the pending releases (executor.claimed): send
-    // them now, and the supervisor's snapshot is current after every commit.
+    // them now. (A claim that fails, or waits on a busy database, leaves them pending for the
+    // next plan, which counts them as free again: the snapshot is behind until then.)
     if (next === null) pools.applyReleases();
     return next;
   }

@@ -40,7 +40,7 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
   /** After the claim's commit: announce settled rows, take slots, launch handlers. */
   function claimed(result: ClaimResult | null) {
     // Nothing claimed: no acquisition carries the pending releases, so they go alone, and the
-    // supervisor's snapshot is current after every commit that asked for a claim.
+    // supervisor's snapshot is current after every commit whose claim ran.
     if (!result || result.claimed.length === 0) pools.applyReleases();
     if (!result) return;
     const at = clock.now();
