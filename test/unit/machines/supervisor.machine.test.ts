@@ -9,6 +9,7 @@ import {
   type PoolLimits,
   type SupervisorEvent,
 } from '../../../machines/supervisor.machine.js';
+import { between, createRng } from '../../helpers/random.js';
 
 const limits = (concurrency: number, queues: Record<string, number> = {}, paused: string[] = []): PoolLimits => ({
   concurrency,
@@ -102,14 +103,8 @@ describe('supervisor machine', () => {
 
   it('ADJUST equals RELEASE then ACQUIRE, and adjustChangesNothing is true only where it changes nothing (2,000 random cases)', () => {
     // A seeded generator: the same cases on every run.
-    let seed = 42;
-    const rand = (n: number) => {
-      // mulberry32
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-    };
+    const rng = createRng(42);
+    const rand = (n: number) => between(rng, 0, n - 1);
     const keys = [DEFAULT_POOL, 'a', 'b', 'c'];
     const counts = () => {
       const out: Record<string, number> = {};

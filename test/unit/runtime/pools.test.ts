@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_POOL } from '../../../machines/supervisor.machine.js';
 import { createPools, type Pools } from '../../../src/runtime/pools.js';
 import { DEFAULT_SETTINGS, type Settings } from '../../../src/settings/schema.js';
+import { between, createRng } from '../../helpers/random.js';
 
 /** Settings with `concurrency` for the default executor and an own executor per entry of `own`. */
 function settingsWith(concurrency: number, own: Record<string, number> = {}): Settings {
@@ -54,13 +55,8 @@ describe('pools', () => {
 
   it('matches the handlers running and never gives more slots than a pool has (600 random runs)', () => {
     // A seeded generator (mulberry32): the same runs every time.
-    let seed = 20261201;
-    const rand = (n: number) => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-    };
+    const rng = createRng(20261201);
+    const rand = (n: number) => between(rng, 0, n - 1);
     const randomSettings = () => {
       const own: Record<string, number> = {};
       for (const queue of ['a', 'b']) if (rand(2)) own[queue] = rand(4);
