@@ -56,17 +56,23 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
       crashPoint('claim.afterCommit');
       const counts: Record<string, number> = Object.create(null);
       for (const c of result.claimed) counts[c.entry.pool] = (counts[c.entry.pool] ?? 0) + 1;
+      // The slots are taken now (the next plan counts them), and the supervisor's event follows
+      // the handlers' start (pools.ts says why).
       pools.acquire(counts);
-      for (const c of result.claimed) {
-        try {
-          launch(c, at);
-        } catch (error) {
-          // Our own launch path failed (e.g. a throwing inspection observer) before the handler
-          // could run: fail this attempt like a handler error, so the row cannot sit in flight
-          // with no handler, and every other claimed message still launches.
-          events.emit({ type: 'error', code: 'LAUNCH_FAILED', message: `Could not start ${c.entry.id}: ${messageOf(error)}`, at });
-          if (!c.entry.settled) settler.settle(c.entry, { kind: 'fail', error: toStoredError(error, 'LAUNCH_FAILED') });
+      try {
+        for (const c of result.claimed) {
+          try {
+            launch(c, at);
+          } catch (error) {
+            // Our own launch path failed (e.g. a throwing inspection observer) before the handler
+            // could run: fail this attempt like a handler error, so the row cannot sit in flight
+            // with no handler, and every other claimed message still launches.
+            events.emit({ type: 'error', code: 'LAUNCH_FAILED', message: `Could not start ${c.entry.id}: ${messageOf(error)}`, at });
+            if (!c.entry.settled) settler.settle(c.entry, { kind: 'fail', error: toStoredError(error, 'LAUNCH_FAILED') });
+          }
         }
+      } finally {
+        pools.flush();
       }
     }
     // Rows settled at claim (no consumer, corrupt) took no slot, yet may have crowded out ready

@@ -1,6 +1,12 @@
 /**
  * The executor pools: the supervisor machine's accounting (limits, active counts, which queue
  * claims from which pool), plus batching of releases, so a burst of settles costs one event.
+ *
+ * A claim's event is deferred until its handlers have started (`acquire`, then `flush` after the
+ * launch): on an idle queue that event was most of the time between the claim's commit and the
+ * handler's first line. Every other call here sends a deferred event first, so the actor still
+ * sees the same events in the same order; only a handler's own synchronous code can see a
+ * snapshot that does not count it yet.
  */
 import { createActor } from 'xstate';
 import { adjustChangesNothing, DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
@@ -31,6 +37,16 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
   // Keyed by pool name: no prototype, so a queue called "constructor" reads undefined here.
   let releases: Record<string, number> = Object.create(null);
   let releaseCount = 0;
+  /** A claim's ADJUST, held until its handlers have started (see the module header). */
+  let deferred: { release: Record<string, number>; acquire: Record<string, number> } | undefined;
+
+  /** Sends the deferred claim event, if any. */
+  function flush() {
+    if (!deferred) return;
+    const event = deferred;
+    deferred = undefined;
+    actor.send({ type: 'ADJUST', release: event.release, acquire: event.acquire });
+  }
 
   /** The releases not yet sent, handed over (and forgotten here). */
   function takeReleases(): Record<string, number> {
@@ -41,35 +57,57 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
   }
 
   function applyReleases() {
+    flush();
     if (releaseCount > 0) actor.send({ type: 'RELEASE', counts: takeReleases() });
+  }
+
+  /** The actor's context, any deferred event applied. */
+  function current() {
+    flush();
+    return actor.getSnapshot().context;
   }
 
   return {
     actor,
     /** The accounting context: limits, routes, paused queues (releases may be pending: see freeSlots). */
-    context: () => actor.getSnapshot().context,
+    context: current,
     /** Free slots per pool, pending releases counted as free. */
-    freeSlots: () => freeSlots(actor.getSnapshot().context, releases),
-    poolOf: (queue: string) => poolOf(actor.getSnapshot().context, queue),
-    configure: (settings: Settings) => actor.send({ type: 'CONFIGURE', limits: limitsOf(settings) }),
+    freeSlots: () => freeSlots(current(), releases),
+    poolOf: (queue: string) => poolOf(current(), queue),
+    configure: (settings: Settings) => {
+      flush();
+      actor.send({ type: 'CONFIGURE', limits: limitsOf(settings) });
+    },
     /**
      * A claim's slots, taken after its commit, with the releases since the last event: one event
-     * for both. (A claim that took nothing sends the releases alone: applyReleases.)
+     * for both, sent by `flush()` once the claim's handlers have started, or by the next call
+     * here, whichever comes first. (A claim that took nothing sends the releases alone:
+     * applyReleases.)
      */
     acquire(counts: Record<string, number>) {
+      flush();
       const release = takeReleases();
       // An event that changes nothing is not sent, unless an inspector is there to show it.
       if (!inspect && adjustChangesNothing(actor.getSnapshot().context, release, counts)) return;
-      actor.send({ type: 'ADJUST', release, acquire: counts });
+      deferred = { release, acquire: counts };
     },
+    flush,
     /** A slot freed by a settled handler; sent with the next claim's slots (or view). */
     release(pool: string) {
+      // A held claim event goes first, so the snapshot never lags a settle.
+      flush();
       releases[pool] = (releases[pool] ?? 0) + 1;
       releaseCount += 1;
     },
     applyReleases,
-    start: () => actor.send({ type: 'START' }),
-    stop: () => actor.send({ type: 'STOP' }),
+    start: () => {
+      flush();
+      actor.send({ type: 'START' });
+    },
+    stop: () => {
+      flush();
+      actor.send({ type: 'STOP' });
+    },
     view(): PoolsView {
       applyReleases();
       const { pools } = actor.getSnapshot().context;
@@ -77,7 +115,10 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
       for (const [key, pool] of Object.entries(pools)) if (key !== DEFAULT_POOL) byQueue[key] = { ...pool };
       return { default: { ...pools[DEFAULT_POOL]! }, byQueue };
     },
-    dispose: () => actor.stop(),
+    dispose: () => {
+      flush();
+      actor.stop();
+    },
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * The runtime's pools (src/runtime/pools.ts) over the supervisor machine: releases counted as free
- * before they are sent, one ADJUST per claim, none when it would change nothing. Checked against
- * the handlers actually running, through random settles, claims, failed claims and limit changes.
+ * before they are sent, one ADJUST per claim, none when it would change nothing, and that event
+ * held until the claim's handlers have started. Checked against the handlers actually running,
+ * through random settles, claims, failed claims and limit changes.
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_POOL } from '../../../machines/supervisor.machine.js';
@@ -25,6 +26,12 @@ function snapshotsDuring(pools: Pools, run: () => void): number {
   return n;
 }
 
+/** A claim's commit as the executor runs it: take the slots, start the handlers, send the event. */
+function claim(pools: Pools, counts: Record<string, number>): void {
+  pools.acquire(counts);
+  pools.flush();
+}
+
 describe('pools', () => {
   it('counts a release as free at once, and sends it with the next claim as one event', () => {
     const pools = createPools(settingsWith(2), undefined);
@@ -35,8 +42,33 @@ describe('pools', () => {
     expect(pools.freeSlots()[DEFAULT_POOL]).toBe(1);
     expect(pools.actor.getSnapshot().context.pools[DEFAULT_POOL]!.active).toBe(2);
     pools.release(DEFAULT_POOL);
-    expect(snapshotsDuring(pools, () => pools.acquire({ [DEFAULT_POOL]: 1 }))).toBe(1);
+    expect(snapshotsDuring(pools, () => claim(pools, { [DEFAULT_POOL]: 1 }))).toBe(1);
     expect(pools.actor.getSnapshot().context.pools[DEFAULT_POOL]).toEqual({ concurrency: 2, active: 1 });
+    pools.dispose();
+  });
+
+  it("holds a claim's event until flush, and any other call sends it first, in order", () => {
+    const pools = createPools(settingsWith(2), undefined);
+    // The handlers start between acquire and flush: the actor has not heard of them yet.
+    expect(snapshotsDuring(pools, () => pools.acquire({ [DEFAULT_POOL]: 2 }))).toBe(0);
+    expect(pools.actor.getSnapshot().context.pools[DEFAULT_POOL]!.active).toBe(0);
+    expect(snapshotsDuring(pools, () => pools.flush())).toBe(1);
+    expect(pools.actor.getSnapshot().context.pools[DEFAULT_POOL]!.active).toBe(2);
+    expect(snapshotsDuring(pools, () => pools.flush())).toBe(0);
+
+    // A handler that settles before flush: its release must follow the claim that took its slot
+    // (released first, the slot would clamp at zero and the claim would then count it forever).
+    pools.release(DEFAULT_POOL);
+    pools.release(DEFAULT_POOL);
+    pools.acquire({ [DEFAULT_POOL]: 1 });
+    pools.release(DEFAULT_POOL);
+    expect(pools.actor.getSnapshot().context.pools[DEFAULT_POOL]!.active).toBe(1);
+    expect(pools.view().default).toEqual({ concurrency: 2, active: 0 });
+
+    // The plan's questions see the held event too.
+    pools.acquire({ [DEFAULT_POOL]: 2 });
+    expect(pools.freeSlots()[DEFAULT_POOL]).toBe(0);
+    expect(pools.context().pools[DEFAULT_POOL]!.active).toBe(2);
     pools.dispose();
   });
 
@@ -46,7 +78,7 @@ describe('pools', () => {
       pools.acquire({ [DEFAULT_POOL]: 3 });
       pools.release(DEFAULT_POOL);
       pools.release(DEFAULT_POOL);
-      const sent = snapshotsDuring(pools, () => pools.acquire({ [DEFAULT_POOL]: 2 }));
+      const sent = snapshotsDuring(pools, () => claim(pools, { [DEFAULT_POOL]: 2 }));
       expect(sent).toBe(inspect ? 1 : 0);
       expect(pools.view().default).toEqual({ concurrency: 3, active: 3 });
       pools.dispose();
@@ -102,7 +134,12 @@ describe('pools', () => {
           const before = structuredClone(pools.actor.getSnapshot().context);
           if (Object.keys(counts).length > 0) {
             claims++;
-            const sent = snapshotsDuring(pools, () => pools.acquire(counts));
+            const sent = snapshotsDuring(pools, () => {
+              pools.acquire(counts);
+              // The handlers start: some may settle before the event goes out.
+              if (rand(4) === 0) settle();
+              pools.flush();
+            });
             if (sent === 0) {
               skipped++;
               expect(inspect).toBeUndefined();
