@@ -9,7 +9,7 @@
  * snapshot that does not count it yet.
  */
 import { createActor } from 'xstate';
-import { adjustChangesNothing, DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits } from '../../machines/supervisor.machine.js';
+import { adjustChangesNothing, DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits, type SupervisorEvent } from '../../machines/supervisor.machine.js';
 import type { Settings } from '../settings/schema.js';
 import type { Inspect } from './types.js';
 
@@ -48,6 +48,12 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
     actor.send({ type: 'ADJUST', release: event.release, acquire: event.acquire });
   }
 
+  /** Sends `event` after any deferred one, so the actor sees them in the order they happened. */
+  function send(event: SupervisorEvent) {
+    flush();
+    actor.send(event);
+  }
+
   /** The releases not yet sent, handed over (and forgotten here). */
   function takeReleases(): Record<string, number> {
     const counts = releases;
@@ -58,7 +64,7 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
 
   function applyReleases() {
     flush();
-    if (releaseCount > 0) actor.send({ type: 'RELEASE', counts: takeReleases() });
+    if (releaseCount > 0) send({ type: 'RELEASE', counts: takeReleases() });
   }
 
   /** The actor's context, any deferred event applied. */
@@ -74,10 +80,7 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
     /** Free slots per pool, pending releases counted as free. */
     freeSlots: () => freeSlots(current(), releases),
     poolOf: (queue: string) => poolOf(current(), queue),
-    configure: (settings: Settings) => {
-      flush();
-      actor.send({ type: 'CONFIGURE', limits: limitsOf(settings) });
-    },
+    configure: (settings: Settings) => send({ type: 'CONFIGURE', limits: limitsOf(settings) }),
     /**
      * A claim's slots, taken after its commit, with the releases since the last event: one event
      * for both, sent by `flush()` once the claim's handlers have started, or by the next call
@@ -100,14 +103,8 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
       releaseCount += 1;
     },
     applyReleases,
-    start: () => {
-      flush();
-      actor.send({ type: 'START' });
-    },
-    stop: () => {
-      flush();
-      actor.send({ type: 'STOP' });
-    },
+    start: () => send({ type: 'START' }),
+    stop: () => send({ type: 'STOP' }),
     view(): PoolsView {
       applyReleases();
       const { pools } = actor.getSnapshot().context;
