@@ -63,8 +63,8 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
   }
 
   function applyReleases() {
-    flush();
     if (releaseCount > 0) send({ type: 'RELEASE', counts: takeReleases() });
+    else flush();
   }
 
   /** The actor's context, any deferred event applied. */
