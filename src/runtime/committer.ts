@@ -163,7 +163,11 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
 
   function flush() {
     scheduled = undefined;
-    if (closed) return;
+    // A flush scheduled before a hold began waits for the release too: a commit that lands while
+    // the worker's checkpoint pass runs would leave the WAL longer than the pass saw, and the
+    // pass's "all copied" would then not let the next commit restart the WAL. The release
+    // schedules it again.
+    if (closed || held) return;
     flushing = true;
     try {
       flushNow();

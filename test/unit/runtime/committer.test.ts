@@ -253,6 +253,23 @@ describe('committer', () => {
     expect(names(reader)).toEqual(['x', 'y']);
   });
 
+
+  it('holds a commit that was already scheduled when hold() began, and commits it at the release', async () => {
+    const landed: string[] = [];
+    // Enqueued first: its commit is scheduled (a microtask) before the hold begins.
+    committer.enqueue(op('send', () => insertQueue('early'), () => landed.push('early')).item);
+    const release = committer.hold();
+    committer.enqueue(op('send', () => insertQueue('late'), () => landed.push('late')).item);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Nothing reached the file while held: a checkpoint pass that copied "everything" saw it all.
+    expect(counter.value).toBe(0);
+    expect(names(reader)).toEqual([]);
+    release();
+    await committer.drain();
+    expect(landed).toEqual(['early', 'late']);
+    expect(counter.value).toBe(1);
+    expect(names(reader)).toEqual(['early', 'late']);
+  });
   it('waits in drain() for ops that committed callbacks enqueue', async () => {
     const landed: string[] = [];
     committer.enqueue(
