@@ -514,8 +514,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
       return true;
     },
     /**
-     * Deletes a processing row if `token` still holds it (an ended lease, kept nowhere) in one
-     * statement: what it was, or undefined for a stale token.
+     * Deletes a processing row if `token` still holds it (an ended lease, kept nowhere): what it
+     * was, or undefined for a stale token.
      */
     removeLeased(seq: number, token: string, now: number): { id: string; queue: string; grp: string | null; attempt: number } | undefined {
       const row = leased.get(seq, token) as

@@ -253,7 +253,6 @@ describe('committer', () => {
     expect(names(reader)).toEqual(['x', 'y']);
   });
 
-
   it('holds a commit that was already scheduled when hold() began, and commits it at the release', async () => {
     const landed: string[] = [];
     // Enqueued first: its commit is scheduled (a microtask) before the hold begins.
@@ -270,6 +269,7 @@ describe('committer', () => {
     expect(counter.value).toBe(1);
     expect(names(reader)).toEqual(['early', 'late']);
   });
+
   it('waits in drain() for ops that committed callbacks enqueue', async () => {
     const landed: string[] = [];
     committer.enqueue(
