@@ -324,7 +324,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const statements = new Map<string, Database.Statement>();
   const abandon = sqlite.prepare(`UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
   // A read, then a fenced DELETE, not DELETE … RETURNING: SQLite collects RETURNING's output in
-  // memory before it hands out the first row, which cost 2–8 µs more per deleted row (measured).
+  // memory before it hands out the first row. In a loop that cost 2–9 µs more per deleted row (7
+  // of 8 rounds), and a drain at concurrency 1 ran 4–8% faster without it.
   const fenced = sqlite.prepare('SELECT history, legacy_id, created_at FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?').raw();
   const removeFenced = sqlite.prepare('DELETE FROM messages WHERE seq = ? AND state = ? AND lease_token IS ?');
   const leased = sqlite.prepare(
