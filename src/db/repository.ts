@@ -11,7 +11,7 @@ import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
 import { ARRIVALS_SQL, attachCounters, COUNTS_SQL, LIVE_COUNT_SQL } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
-import { decodeTimeline, encodeEntry, type HistoryEntry } from '../runtime/history.js';
+import { decodeTimeline, encodeEntry, type HistoryEntry, withSendEntry } from '../runtime/history.js';
 
 /** A row as the runtime reads it: the machine's context column by column. */
 export interface MessageRow {
@@ -233,8 +233,9 @@ function newRowTuple(param: (i: number) => string): string {
 export function createRepository(db: DbHandle, options: RepositoryOptions = {}) {
   const { sqlite, orm } = db;
   const recording = options.history ?? (() => false);
-  /** A new row's history: its entry into pending, when history is kept. */
-  const firstEntry = (row: NewMessage) => (recording() ? encodeEntry(row.now, null, 'pending', row.context.attempt) : null);
+  /** A new row's history, when history is kept: its entry into pending, implied ('') when withSendEntry can rebuild it. */
+  const firstEntry = (row: NewMessage) =>
+    !recording() ? null : row.context.attempt === 0 ? '' : encodeEntry(row.now, null, 'pending', row.context.attempt);
   const deltas = attachCounters(sqlite);
   /** A group's next live message heads it; a pending one becomes claimable (an arrival for waiters). */
   const promoteGroup = (queue: string, group: string) => {
@@ -337,7 +338,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const archive = sqlite.prepare(
     'INSERT OR REPLACE INTO message_history (seq, id, queue, state, reason, timeline, created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   );
-  const historyOfRow = sqlite.prepare('SELECT history FROM messages WHERE seq = ?').pluck();
+  const historyOfRow = sqlite.prepare('SELECT history, created_at FROM messages WHERE seq = ?').raw();
   const archivedBySeq = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE seq = ?');
   const archivedById = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE id = ?');
   const sweepHistory = sqlite.prepare(
@@ -347,7 +348,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const archiveRow = (seq: number, id: string, queue: string, state: MessageState, history: string | null, createdAt: number, end: RowEnd) => {
     if (history === null) return;
     const to = end.to ?? state;
-    const timeline = to === state ? history : `${history},${encodeEntry(end.at, state, to, end.attempt)}`;
+    const full = withSendEntry(history, createdAt);
+    const timeline = to === state ? full : `${full},${encodeEntry(end.at, state, to, end.attempt)}`;
     archive.run(seq, id, queue, to, end.reason, timeline, createdAt, end.at);
   };
   // The push runtime's own rows (owner null, or 'stopped' when a graceful stop abandoned them):
@@ -535,8 +537,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
       const live = seq === undefined ? byLegacyId.get(id) as MessageRow | undefined : undefined;
       const rowSeq = seq ?? live?.seq;
       if (rowSeq !== undefined) {
-        const text = historyOfRow.get(rowSeq) as string | null | undefined;
-        if (text !== undefined) return { entries: decodeTimeline(text) };
+        const row = historyOfRow.get(rowSeq) as [string | null, number] | undefined;
+        if (row !== undefined) return { entries: row[0] === null ? [] : decodeTimeline(withSendEntry(row[0], row[1])) };
       }
       const gone = (seq === undefined ? archivedById.get(id) : archivedBySeq.get(seq)) as
         | { id: string; queue: string; state: string; reason: string; timeline: string; createdAt: number; finishedAt: number }

@@ -31,6 +31,17 @@ export function encodeEntry(at: number, from: MessageState | null, to: MessageSt
   return code === undefined ? `[${at},${f},${t},${attempt}]` : `[${at},${f},${t},${attempt},${JSON.stringify(code)}]`;
 }
 
+/**
+ * The stored text of a row's history, with its send entry written out. A new row holds '' at
+ * send, not `[created_at,-1,0,0]`: that entry follows from the row's own columns, and
+ * leaving it out saves 22 bytes of a ~180-byte row, on disk and in every send's WAL frames. Appends
+ * then keep a leading comma (`'' || ',' || entry`), which marks the implied entry; rows stored
+ * before keep theirs written out, and both forms read the same from here.
+ */
+export function withSendEntry(text: string, createdAt: number): string {
+  return text === '' || text.startsWith(',') ? `${encodeEntry(createdAt, null, 'pending', 0)}${text}` : text;
+}
+
 /** The entries of a stored timeline, oldest first; an unreadable one yields what it can (never throws). */
 export function decodeTimeline(text: string | null | undefined): HistoryEntry[] {
   if (!text) return [];

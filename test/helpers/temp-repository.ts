@@ -2,21 +2,21 @@
 import { afterEach, beforeEach } from 'vitest';
 import { compiledMessageMachine as machine } from '../../machines/compiled.js';
 import { openDatabase, type DbHandle } from '../../src/db/client.js';
-import { createRepository, type NewMessage } from '../../src/db/repository.js';
+import { createRepository, type NewMessage, type RepositoryOptions } from '../../src/db/repository.js';
 import { tempDb } from './temp-db.js';
 
 /** The clock value the helpers' rows are sent at. */
 export const NOW = 1_000_000;
 
 /** Opens a database and its repository before each test and removes them after it. */
-export function useTempRepository(): { readonly db: DbHandle; readonly repo: ReturnType<typeof createRepository> } {
+export function useTempRepository(options?: RepositoryOptions): { readonly db: DbHandle; readonly repo: ReturnType<typeof createRepository> } {
   let temp: ReturnType<typeof tempDb> | undefined;
   let db: DbHandle | undefined;
   let repo: ReturnType<typeof createRepository> | undefined;
   beforeEach(() => {
     temp = tempDb();
     db = openDatabase(temp.path, 'normal');
-    repo = createRepository(db);
+    repo = createRepository(db, options);
   });
   afterEach(() => {
     db?.close();

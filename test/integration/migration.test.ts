@@ -112,6 +112,8 @@ describe('migrating a database at migration 0002', () => {
     // Rows stored before 0003 have no deduplication id: the column is added empty.
     expect(readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM messages WHERE dedupe_id IS NOT NULL').pluck().get())).toBe(0);
     expect(await spool.get(ID_0002.push)).toMatchObject({ queue: 'email', state: 'pending', payload: { to: 'push@example.com' } });
+    // Its rows hold their send entry written out (new rows leave it implied): it reads the same.
+    expect((await spool.get(ID_0002.push, { history: true }))?.history).toEqual([{ at: MADE_AT, from: null, to: 'pending', attempt: 0 }]);
     expect(await spool.get(ID_0002.inflight)).toMatchObject({ queue: 'pay.fifo', state: 'processing', payload: 'pay 30', group: 'c7', leaseExpiresAt: MADE_AT + 600_000 });
     expect(await spool.get(ID_0002.behind)).toMatchObject({ queue: 'pay.fifo', state: 'pending', payload: 'pay 20', group: 'c42' });
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CANDIDATES_SQL, INSERT_CHUNK, ROW_COLUMNS, toMessageRow } from '../../../src/db/repository.js';
 import { runTransaction } from '../../../src/db/transaction.js';
 import { countsBothWays } from '../../helpers/counts.js';
-import { newRow, useTempRepository } from '../../helpers/temp-repository.js';
+import { NOW, newRow, useTempRepository } from '../../helpers/temp-repository.js';
 
 describe('db/repository: rows read by position', () => {
   const t = useTempRepository();
@@ -87,5 +87,49 @@ describe('db/repository: insertMany', () => {
     expect(() => runTransaction(t.db.sqlite, () => t.repo.insertMany(newRow('q', { dedupeKey: 'key:k' }), ['{}', '{}']))).toThrow(/dedupe key or a group/);
     expect(() => runTransaction(t.db.sqlite, () => t.repo.insertMany(newRow('q', { group: 'g' }), ['{}', '{}']))).toThrow(/dedupe key or a group/);
     expect(t.db.sqlite.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(0);
+  });
+});
+
+describe('db/repository: history with its send entry implied', () => {
+  const t = useTempRepository({ history: () => true });
+  const stored = (seq: number) => t.db.sqlite.prepare('SELECT history FROM messages WHERE seq = ?').pluck().get(seq);
+  const sent = { at: NOW, from: null, to: 'pending', attempt: 0 };
+
+  it('stores no send entry, yet reads it back, live and once the row is archived at done', () => {
+    const seq = runTransaction(t.db.sqlite, () => t.repo.insert(newRow('q')))!;
+    expect(stored(seq)).toBe('');
+    expect(t.repo.history(String(seq))?.entries).toEqual([sent]);
+    const context = { ...newRow('q').context, attempt: 1, deliveries: 1 };
+    const claimed = runTransaction(t.db.sqlite, () =>
+      t.repo.write({ seq, queue: 'q', state: 'processing', via: 'activating', expectState: 'pending', expectToken: null, leaseToken: 'tok', owner: null, context, now: NOW + 5 }),
+    );
+    expect(claimed).toBe(true);
+    expect(stored(seq)).toMatch(/^,\[/);
+    const removed = runTransaction(t.db.sqlite, () => t.repo.remove(seq, 'q', 'processing', 'tok', null, { to: 'done', attempt: 1, at: NOW + 9, reason: 'done' }));
+    expect(removed).toBe(true);
+    expect(t.repo.history(String(seq))?.entries).toEqual([
+      sent,
+      { at: NOW + 5, from: 'pending', to: 'activating', attempt: 1 },
+      { at: NOW + 5, from: 'activating', to: 'processing', attempt: 1 },
+      { at: NOW + 9, from: 'processing', to: 'done', attempt: 1 },
+    ]);
+  });
+
+  it('writes the send entry out for rows of insertMany too, and for a row sent at a later attempt', () => {
+    const first = runTransaction(t.db.sqlite, () => t.repo.insertMany(newRow('q'), ['{}', '{}']));
+    expect([stored(first), stored(first + 1)]).toEqual(['', '']);
+    const base = newRow('q');
+    const later = runTransaction(t.db.sqlite, () => t.repo.insert({ ...base, context: { ...base.context, attempt: 2 } }))!;
+    expect(t.repo.history(String(later))?.entries).toEqual([{ ...sent, attempt: 2 }]);
+    expect(stored(later)).toBe(`[${NOW},-1,0,2]`);
+  });
+
+  it('reads a row stored with its send entry written out (before it was implied) as before', () => {
+    const seq = runTransaction(t.db.sqlite, () => t.repo.insert(newRow('q')))!;
+    t.db.sqlite.prepare('UPDATE messages SET history = ? WHERE seq = ?').run(`[${NOW - 7},-1,0,0],[${NOW},0,1,1]`, seq);
+    expect(t.repo.history(String(seq))?.entries).toEqual([
+      { ...sent, at: NOW - 7 },
+      { at: NOW, from: 'pending', to: 'activating', attempt: 1 },
+    ]);
   });
 });
