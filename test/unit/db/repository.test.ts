@@ -115,7 +115,7 @@ describe('db/repository: history with its send entry implied', () => {
     ]);
   });
 
-  it('writes the send entry out for rows of insertMany too, and for a row sent at a later attempt', () => {
+  it('leaves the send entry implied in the rows of insertMany too, and writes it out for a row sent at a later attempt', () => {
     const first = runTransaction(t.db.sqlite, () => t.repo.insertMany(newRow('q'), ['{}', '{}']));
     expect([stored(first), stored(first + 1)]).toEqual(['', '']);
     const base = newRow('q');
