@@ -189,7 +189,7 @@ export function createClaimer(
       const next = machine.step(activating, drop ? { type: 'DROP', at: now } : { type: 'REJECT', at: now, error });
       const ok = drop
         ? repo.remove(row.seq, row.queue, 'pending', null, row.grp, { to: next.value, attempt: next.context.attempt, at: now, reason: 'deleted' })
-        : repo.write({ ...transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now), code: error.code, via: 'activating' });
+        : repo.write(transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now, { code: error.code, via: 'activating' }));
       if (ok) result.dispositions.push({ row, to: next.value, attempt: next.context.attempt, error });
       return;
     }
@@ -199,7 +199,7 @@ export function createClaimer(
     const deadline = policy.timeoutMs === null ? null : monotonicNow(clock) + policy.timeoutMs;
     const processing = machine.step(activating, { type: 'START', at: now, leaseExpiresAt });
     const token = randomUUID();
-    const ok = repo.write({ ...transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: null }, now), via: 'activating' });
+    const ok = repo.write(transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: null }, now, { via: 'activating' }));
     if (!ok) return;
     const ctx = processing.context;
     const entry: Inflight = {

@@ -6,13 +6,23 @@ import { decodeAttributes, type MessageAttributes } from '../queues/message-attr
 
 const STATES = new Set<string>(machine.states.map((s) => s.value));
 
-/** The columns of a transition to `next`, fenced on the row's current state and token. */
+/** What a transition may carry besides its columns (see RowTransition). */
+export type TransitionExtras = Pick<RowTransition, 'group' | 'handedOut' | 'code' | 'via'>;
+
+const NO_EXTRAS: TransitionExtras = {};
+
+/**
+ * The columns of a transition to `next`, fenced on the row's current state and token. One literal
+ * of one shape, extras included: spreading a transition into a new literal to add them cost about
+ * 4 µs a call in V8 (a loop of 2 million), and 5–7 µs per lease in a pull-c8 profile.
+ */
 export function transitionRow(
   row: { seq: number; queue: string },
   expect: { state: MessageState; token: string | null },
   next: MessageMachineState,
   lease: { token: string | null; owner: string | null },
   now: number,
+  extras: TransitionExtras = NO_EXTRAS,
 ): RowTransition {
   return {
     seq: row.seq,
@@ -24,6 +34,10 @@ export function transitionRow(
     leaseToken: lease.token,
     owner: lease.owner,
     now,
+    group: extras.group,
+    handedOut: extras.handedOut,
+    code: extras.code,
+    via: extras.via,
   };
 }
 

@@ -38,7 +38,7 @@ export function recover(deps: SupervisorDeps, claimer: Claimer, announce: Announ
         const to = next.value;
         // The timeline and the failed-attempt counts say why the attempt ended without an outcome.
         const code = to === 'dead' ? 'CRASH_LOOP' : crashed ? 'CRASHED' : 'STOPPED';
-        repo.write({ ...transitionRow(row, { state: row.state, token: row.leaseToken }, next, { token: null, owner: null }, now), code });
+        repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, next, { token: null, owner: null }, now, { code }));
         announced.push({ row, to, attempt: next.context.attempt, error: next.context.lastError?.code === 'CRASH_LOOP' && to === 'dead' ? next.context.lastError : null });
         crashPoint('recovery.midway');
       }
