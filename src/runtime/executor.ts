@@ -8,9 +8,10 @@
 import { createActor } from 'xstate';
 import { compiledMessageMachine as machine } from '../../machines/compiled.js';
 import { messageMachine } from '../../machines/message.machine.js';
+import { byName } from '../../machines/supervisor.machine.js';
 import { crashPoint } from '../crash-points.js';
 import { messageOf, toStoredError } from '../errors.js';
-import { outcomeOf } from './handler.js';
+import { LazyHandlerContext, outcomeOf } from './handler.js';
 import type { Leases } from './leases.js';
 import type { Pools } from './pools.js';
 import type { Settler } from './settle.js';
@@ -54,7 +55,7 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
     if (result.claimed.length) {
       // Claimed and committed, nothing handled yet: recovery must hand these out again.
       crashPoint('claim.afterCommit');
-      const counts: Record<string, number> = Object.create(null);
+      const counts = byName<number>();
       for (const c of result.claimed) counts[c.entry.pool] = (counts[c.entry.pool] ?? 0) + 1;
       // The slots are taken now (the next plan counts them), and the supervisor's event follows
       // the handlers' start (pools.ts says why).
@@ -98,11 +99,7 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
     const handler = consumers.get(entry.queue)!;
     let result: unknown;
     try {
-      result = handler(entry.message, {
-        get signal() {
-          return (entry.controller ??= new AbortController()).signal;
-        },
-      });
+      result = handler(entry.message, new LazyHandlerContext(entry));
     } catch (thrown) {
       settler.settle(entry, outcomeOf(thrown));
       return;

@@ -26,6 +26,21 @@ export interface HandlerContext {
   signal: AbortSignal;
 }
 
+/**
+ * The context a push handler gets: the signal's controller is made on first read, as most handlers
+ * never read it. A class, not a literal with a getter: V8 built that literal in about 0.8 µs (its
+ * getter is a new closure each time), once per message.
+ */
+export class LazyHandlerContext implements HandlerContext {
+  readonly #entry: { controller: AbortController | undefined };
+  constructor(entry: { controller: AbortController | undefined }) {
+    this.#entry = entry;
+  }
+  get signal(): AbortSignal {
+    return (this.#entry.controller ??= new AbortController()).signal;
+  }
+}
+
 /** A consumer: resolve to complete the message; throw or reject to fail this attempt. */
 export type Handler<P = unknown> = (message: Message<P>, context: HandlerContext) => unknown;
 

@@ -9,7 +9,7 @@
  * snapshot that does not count it yet.
  */
 import { createActor } from 'xstate';
-import { adjustChangesNothing, DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits, type SupervisorEvent } from '../../machines/supervisor.machine.js';
+import { adjustChangesNothing, byName, DEFAULT_POOL, freeSlots, poolOf, supervisorMachine, type PoolLimits, type SupervisorEvent } from '../../machines/supervisor.machine.js';
 import type { Settings } from '../settings/schema.js';
 import type { Inspect } from './types.js';
 
@@ -34,8 +34,8 @@ export function limitsOf(settings: Settings): PoolLimits {
 export function createPools(settings: Settings, inspect: Inspect | undefined) {
   const actor = createActor(supervisorMachine, { input: limitsOf(settings), inspect, id: 'supervisor' });
   actor.start();
-  // Keyed by pool name: no prototype, so a queue called "constructor" reads undefined here.
-  let releases: Record<string, number> = Object.create(null);
+  // Keyed by pool name: nothing inherited, so a queue called "constructor" reads undefined here.
+  let releases = byName<number>();
   let releaseCount = 0;
   /** A claim's ADJUST, held until its handlers have started (see the module header). */
   let deferred: { release: Record<string, number>; acquire: Record<string, number> } | undefined;
@@ -57,7 +57,7 @@ export function createPools(settings: Settings, inspect: Inspect | undefined) {
   /** The releases not yet sent, handed over (and forgotten here). */
   function takeReleases(): Record<string, number> {
     const counts = releases;
-    releases = Object.create(null);
+    releases = byName<number>();
     releaseCount = 0;
     return counts;
   }

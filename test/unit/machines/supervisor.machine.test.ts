@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createActor, type Actor } from 'xstate';
 import {
   adjustChangesNothing,
+  byName,
   DEFAULT_POOL,
   freeSlots,
   poolOf,
@@ -294,5 +295,28 @@ describe('supervisor machine', () => {
     expect(context().routes).toEqual({ email: 'email' });
     expect(context().paused).toEqual({ sms: true });
     expect(context().pools).toEqual({ [DEFAULT_POOL]: { concurrency: 4, active: 0 }, email: { concurrency: 2, active: 0 } });
+  });
+});
+
+describe('byName', () => {
+  it('inherits no key, so names of Object.prototype members read undefined until set', () => {
+    const record = byName<number>();
+    for (const name of ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf']) {
+      expect(name in record).toBe(false);
+      expect(record[name]).toBeUndefined();
+      record[name] = 1;
+      expect(Object.prototype.hasOwnProperty.call(record, name)).toBe(true);
+    }
+    expect(Object.keys(record).sort()).toEqual(['__proto__', 'constructor', 'hasOwnProperty', 'toString', 'valueOf']);
+  });
+
+  it('copies the entries it is given, a "__proto__" key as a plain key', () => {
+    const source = JSON.parse('{"email": 2, "__proto__": 3}') as Record<string, number>;
+    const record = byName(source);
+    expect(Object.entries(record).sort()).toEqual([['__proto__', 3], ['email', 2]]);
+    record.email = 5;
+    expect(source.email).toBe(2);
+    // Each record is its own: keys set on one never show on another.
+    expect(byName<number>().email).toBeUndefined();
   });
 });
