@@ -124,6 +124,55 @@ describe('db/repository: history with its send entry implied', () => {
     expect(stored(later)).toBe(`[${NOW},-1,0,2]`);
   });
 
+  const archived = (seq: number) => t.db.sqlite.prepare('SELECT id, state, reason, timeline, finished_at AS finishedAt FROM message_history WHERE seq = ?').get(seq);
+  const claim = (seq: number, token: string) =>
+    runTransaction(t.db.sqlite, () =>
+      t.repo.write({ seq, queue: 'q', state: 'processing', via: 'activating', expectState: 'pending', expectToken: null, leaseToken: token, owner: null, context: { ...newRow('q').context, attempt: 1, deliveries: 1 }, now: NOW + 5 }),
+    );
+
+  it('archives nothing and deletes nothing when the fence does not hold (a stale token)', () => {
+    const seq = runTransaction(t.db.sqlite, () => t.repo.insert(newRow('q')))!;
+    expect(claim(seq, 'tok')).toBe(true);
+    const end = { to: 'done' as const, attempt: 1, at: NOW + 9, reason: 'done' };
+    expect(runTransaction(t.db.sqlite, () => t.repo.remove(seq, 'q', 'processing', 'stale', null, end))).toBe(false);
+    expect(runTransaction(t.db.sqlite, () => t.repo.remove(seq, 'q', 'pending', null, null, end))).toBe(false);
+    expect(t.repo.removeLeased(seq, 'stale', NOW + 9)).toBeUndefined();
+    expect(archived(seq)).toBeUndefined();
+    expect(stored(seq)).toMatch(/^,\[/);
+  });
+
+  it('archives and deletes together when called outside a transaction, the end entry appended', () => {
+    const seq = runTransaction(t.db.sqlite, () => t.repo.insert(newRow('q')))!;
+    expect(claim(seq, 'tok')).toBe(true);
+    expect(t.db.sqlite.inTransaction).toBe(false);
+    expect(t.repo.remove(seq, 'q', 'processing', 'tok', null, { to: 'dead', attempt: 1, at: NOW + 9, reason: 'deleted' })).toBe(true);
+    expect(stored(seq)).toBeUndefined();
+    expect(archived(seq)).toMatchObject({ id: String(seq), state: 'dead', reason: 'deleted', finishedAt: NOW + 9 });
+    expect(t.repo.history(String(seq))?.entries.at(-1)).toEqual({ at: NOW + 9, from: 'processing', to: 'dead', attempt: 1 });
+    expect(t.repo.history(String(seq))?.entries[0]).toEqual(sent);
+  });
+
+  it('archives a pull lease ended by its token, and a removal in the row\'s own state adds no entry', () => {
+    const [a, b] = runTransaction(t.db.sqlite, () => [t.repo.insert(newRow('q'))!, t.repo.insert(newRow('q'))!]);
+    expect(claim(a, 'ta')).toBe(true);
+    expect(t.repo.removeLeased(a, 'ta', NOW + 7)).toEqual({ id: String(a), queue: 'q', grp: null, attempt: 1 });
+    expect(archived(a)).toMatchObject({ state: 'done', reason: 'done', finishedAt: NOW + 7 });
+    expect(t.repo.history(String(a))?.entries.at(-1)).toEqual({ at: NOW + 7, from: 'processing', to: 'done', attempt: 1 });
+    expect(runTransaction(t.db.sqlite, () => t.repo.remove(b, 'q', 'pending', null, null, { attempt: 0, at: NOW + 8, reason: 'purged' }))).toBe(true);
+    expect(archived(b)).toMatchObject({ state: 'pending', reason: 'purged', timeline: '' });
+    expect(t.repo.history(String(b))?.entries).toEqual([sent]);
+  });
+
+  it('reads an archived timeline stored with its send entry written out (before it was implied)', () => {
+    t.db.sqlite
+      .prepare('INSERT INTO message_history (seq, id, queue, state, reason, timeline, created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(9999, '9999', 'q', 'done', 'done', `[${NOW - 7},-1,0,0],[${NOW},2,4,1]`, NOW - 7, NOW);
+    expect(t.repo.history('9999')?.entries).toEqual([
+      { ...sent, at: NOW - 7 },
+      { at: NOW, from: 'processing', to: 'done', attempt: 1 },
+    ]);
+  });
+
   it('reads a row stored with its send entry written out (before it was implied) as before', () => {
     const seq = runTransaction(t.db.sqlite, () => t.repo.insert(newRow('q')))!;
     t.db.sqlite.prepare('UPDATE messages SET history = ? WHERE seq = ?').run(`[${NOW - 7},-1,0,0],[${NOW},0,1,1]`, seq);
