@@ -5,7 +5,7 @@
  * machine. Rows that cannot run settle at once: no consumer (→ dead, or done with
  * `noConsumer: 'delete'`) and unreadable rows (→ dead with CORRUPT_ROW).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { StoredError } from '../../machines/message.machine.js';
 import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
 import { monotonicNow } from '../clock.js';
@@ -46,6 +46,10 @@ export function createClaimer(
    * delays and retries report theirs, and the poll reads the table for other processes' rows.
    */
   let nextDelayed: number | null = null;
+  // A push claim's lease token never leaves this process: 96 random bits per claimer, then a
+  // count, fence as well as a random UUID per claim, which cost ~2 µs a claim (and 36 bytes a row).
+  const tokenPrefix = `${randomBytes(12).toString('base64url')}.`;
+  let tokens = 0;
 
   function knowDelayed(at: number) {
     if (nextDelayed !== null && nextDelayed <= at) return;
@@ -198,7 +202,7 @@ export function createClaimer(
     const leaseExpiresAt = policy.timeoutMs === null ? null : now + policy.timeoutMs;
     const deadline = policy.timeoutMs === null ? null : monotonicNow(clock) + policy.timeoutMs;
     const processing = machine.step(activating, { type: 'START', at: now, leaseExpiresAt });
-    const token = randomUUID();
+    const token = tokenPrefix + (++tokens).toString(36);
     const ok = repo.write(transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: null }, now, { via: 'activating' }));
     if (!ok) return;
     const ctx = processing.context;

@@ -5,7 +5,7 @@
  * must equal the rows, the arrivals must count each new pending row once, and a savepoint that
  * rolls back must take its part of the fold with it.
  */
-import { describe, expect, it } from 'vitest';
+import { assert, describe, expect, it } from 'vitest';
 import { FOLD_EVERY } from '../../../src/db/counters.js';
 import { runTransaction } from '../../../src/db/transaction.js';
 import { countsBothWays } from '../../helpers/counts.js';
@@ -85,6 +85,32 @@ describe('db/counters: the fold', () => {
     });
     expect(stored('q')).toEqual([]);
     expect(arrivals('q')).toBe(1);
+    expectExact();
+  });
+
+  it('returns to the right state from nested savepoints, whichever rolls back, with or without writes since the mark', () => {
+    const fail = (fn: () => void) => expect(() => runTransaction(t.db.sqlite, () => (fn(), assert.fail('rolled back')))).toThrow('rolled back');
+    runTransaction(t.db.sqlite, () => {
+      const a = t.repo.insert(row('q'))!;
+      const b = t.repo.insert(row('q'))!;
+      // Two marks with no write between them share one copy: the inner rolls back, then the outer.
+      fail(() => fail(() => expect(finish(a, 'q')).toBe(true)));
+      // A savepoint that commits keeps its writes.
+      runTransaction(t.db.sqlite, () => expect(finish(a, 'q')).toBe(true));
+      // A mark with no write after it rolls back to the state it saw, that write included.
+      fail(() => undefined);
+      // The inner one commits into the outer, which then rolls back both.
+      fail(() => runTransaction(t.db.sqlite, () => expect(finish(b, 'q')).toBe(true)));
+      expect(t.repo.countLive('q')).toBe(1);
+    });
+    expect(arrivals('q')).toBe(2);
+    expect(t.repo.countLive('q')).toBe(1);
+    expect(stored('q')).toEqual([{ name: 'pending', n: 1 }]);
+    expectExact();
+    // A savepoint that rolls back in a transaction that wrote nothing before it leaves it clean.
+    runTransaction(t.db.sqlite, () => fail(() => t.repo.insert(row('r'))));
+    expect(stored('r')).toEqual([]);
+    expect(arrivals('r')).toBe(0);
     expectExact();
   });
 
