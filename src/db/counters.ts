@@ -13,12 +13,18 @@
  *   instead of querying the messages at every commit of any queue (see pull/wait-room.ts).
  *
  * A send does not write this table: its row, above the mark, is "unfolded", and readers add the
- * unfolded rows to the stored counts (UNFOLDED_SQL). Two triggers (migration 0004) fold them in,
- * counts, arrivals and mark, before any unfolded row is updated or deleted, by any connection; and
- * a transaction folds them itself once the unfolded range reaches FOLD_EVERY seqs, which bounds
- * what a reader scans. A transaction that inserted every unfolded row folds them in its own
- * deltas instead, before the repository changes one (foldOwn). So a one-by-one send commits two
- * B-tree pages (its row and its claim-index entry), not three. Savepoints that roll back take
+ * unfolded rows to the stored counts (UNFOLDED_SQL). A transaction folds them in (counts,
+ * arrivals and mark) before its first update or delete of a message row (beforeChange), so an
+ * unfolded row is always exactly as it was inserted; and once the unfolded range reaches
+ * FOLD_EVERY seqs, which bounds what a reader scans. A transaction that inserted every unfolded
+ * row folds them in its own deltas, without reading them back (foldOwn). So a one-by-one send
+ * commits two B-tree pages (its row and its claim-index entry), not three.
+ *
+ * Migration 0004 had two triggers do that fold, before any update or delete of an unfolded row by
+ * any connection. A trigger on `messages`, even one whose WHEN never holds, made every UPDATE of a
+ * row about 5 µs dearer and every DELETE about 3 µs (SQLite reads the whole old row for it, and
+ * gives up its one-pass update): that is two statements per message. Every write of a message row
+ * goes through the repository, so 0005 dropped them and the repository folds first. Savepoints that roll back take
  * their deltas with them, so the counts always agree with
  * `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash checker
  * compare the two).
@@ -43,10 +49,11 @@ export interface Counters {
   /** `count` rows of `queue` were inserted, the last with the last seq handed out (this transaction's own, unfolded). */
   inserted(queue: string, count?: number): void;
   /**
-   * Before a statement that may change an unfolded row: folds this transaction's own new rows
-   * here, so that the fold trigger does not run (see foldOwn below).
+   * Before a statement that may update or delete message rows: folds every unfolded row first (this
+   * transaction's own into its deltas, others with one fold in SQL), once per transaction and
+   * again only after it inserts.
    */
-  foldOwn(): void;
+  beforeChange(): void;
   /** Counts committed outcomes for telemetry (kept in memory only, with the transaction). */
   tally(outcome: 'sent' | 'completed' | 'dead', count?: number): void;
   /** Counts a failed attempt with its error code, for telemetry. */
@@ -126,9 +133,16 @@ export function attachCounters(sqlite: Database.Database): Counters {
   const upsert = sqlite.prepare('INSERT INTO counters (scope, name, n) VALUES (?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET n = n + excluded.n');
   // Rows written by hand (an operator's INSERT) take max + 1: never hand out a seq below them.
   const readSeqs = sqlite.prepare(`SELECT coalesce(${MARK_SQL}, 0), coalesce((SELECT max(seq) FROM messages), 0)`).raw();
-  // Folds by firing the fold trigger on the newest row: the trigger is the fold of any rows at all
-  // (foldOwn only folds rows this transaction inserted, counted as it inserted them).
-  const fold = sqlite.prepare(`UPDATE messages SET head = head WHERE seq = (SELECT max(seq) FROM messages) AND seq > ${MARK_SQL}`);
+  // The fold of any unfolded rows at all, read back from the table (foldOwn only folds rows this
+  // transaction inserted, counted as it inserted them); the mark then moves to the newest row.
+  const foldCounts = sqlite.prepare(
+    `INSERT INTO counters (scope, name, n) SELECT queue, state, count(*) FROM messages WHERE seq > ${MARK_SQL}
+       GROUP BY queue, state ON CONFLICT (scope, name) DO UPDATE SET n = n + excluded.n`,
+  );
+  const foldArrivals = sqlite.prepare(
+    `INSERT INTO counters (scope, name, n) SELECT '', 'arrivals:' || queue, count(*) FROM messages WHERE seq > ${MARK_SQL} AND state = 'pending'
+       GROUP BY queue ON CONFLICT (scope, name) DO UPDATE SET n = n + excluded.n`,
+  );
   const readMark = sqlite.prepare(READ_MARK_SQL).pluck();
   const setMark = sqlite.prepare("INSERT INTO counters (scope, name, n) VALUES ('', 'last_seq', ?) ON CONFLICT (scope, name) DO UPDATE SET n = excluded.n");
   const fresh = (): Pending => ({
@@ -146,11 +160,14 @@ export function attachCounters(sqlite: Database.Database): Counters {
   });
   let pending: Pending = fresh();
   let dirty = false;
+  /** True once this transaction left no row unfolded (beforeChange); false again after it inserts. */
+  let folded = false;
   const totals: OutcomeTotals = { sent: 0, completed: 0, dead: 0, failed: new Map() };
 
   const reset = () => {
     pending = fresh();
     dirty = false;
+    folded = false;
   };
 
   function add(queue: string, state: MessageState, delta: number) {
@@ -171,26 +188,53 @@ export function attachCounters(sqlite: Database.Database): Counters {
    * The mark moves first: if that write fails, nothing was counted, and the rows stay unfolded.
    * It moves to the newest row, as the trigger's does, not past it.
    */
-  function foldOwn() {
+  function foldOwn(): boolean {
     const own = pending.own;
-    if (own === null) return;
+    if (own === null) return false;
     if (!pending.clean || readMark.get() !== pending.mark) {
       pending.own = null;
       pending.clean = false;
-      return;
+      return false;
     }
     setMark.run(pending.ownTo);
     pending.own = null;
     pending.mark = pending.ownTo;
     for (const [queue, n] of own) add(queue, 'pending', n);
+    // Clean, and folded to its newest row: nothing is left unfolded (no other writer can insert
+    // inside this write transaction).
+    return pending.ownTo === pending.lastSeq;
+  }
+
+  /** Folds every unfolded row, whoever inserted it: its counts, its arrivals, then the mark. */
+  function foldAll() {
+    if (foldOwn()) return;
+    const [mark, newest] = readSeqs.get() as [number, number];
+    if (newest > mark) {
+      foldCounts.run();
+      foldArrivals.run();
+      setMark.run(newest);
+    }
+    // Any own rows were folded just now with the rest; rows inserted from here on are this
+    // transaction's own again, above a mark it knows.
+    pending.own = null;
+    if (pending.lastSeq !== null) {
+      pending.mark = Math.max(mark, newest);
+      pending.clean = true;
+      pending.lastSeq = Math.max(pending.lastSeq, newest);
+    }
+  }
+
+  function beforeChange() {
+    if (folded) return;
+    foldAll();
+    folded = true;
   }
 
   onTransaction(sqlite, {
     beforeCommit() {
       if (!dirty) return;
       if (pending.lastSeq !== null && pending.lastSeq - pending.mark >= FOLD_EVERY) {
-        foldOwn();
-        if (pending.lastSeq - pending.mark >= FOLD_EVERY) fold.run();
+        foldAll();
       }
       for (const [queue, states] of pending.deltas) for (const [state, n] of states) if (n !== 0) upsert.run(queue, state, n);
       for (const [queue, n] of pending.arrivals) upsert.run('', arrivalsName(queue), n);
@@ -213,6 +257,8 @@ export function attachCounters(sqlite: Database.Database): Counters {
       return { deltas, lastSeq, mark, clean, own, ownTo, arrivals: new Map(pending.arrivals), sent, completed, dead, failed: pending.failed && new Map(pending.failed) };
     },
     restore(mark) {
+      // A fold inside the savepoint rolled back with it.
+      folded = false;
       if (mark === null) return reset();
       pending = mark as Pending;
       dirty = true;
@@ -236,6 +282,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
       const first = pending.lastSeq + 1;
       pending.lastSeq += count;
       dirty = true;
+      folded = false;
       return first;
     },
     inserted(queue, count = 1) {
@@ -244,7 +291,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
       pending.own ??= new Map();
       pending.own.set(queue, (pending.own.get(queue) ?? 0) + count);
     },
-    foldOwn,
+    beforeChange,
     tally(outcome, count = 1) {
       pending[outcome] += count;
       dirty = true;

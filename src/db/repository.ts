@@ -240,6 +240,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const deltas = attachCounters(sqlite);
   /** A group's next live message heads it; a pending one becomes claimable (an arrival for waiters). */
   const promoteGroup = (queue: string, group: string) => {
+    deltas.beforeChange();
     if (promoteHead.run(queue, group).changes > 0) deltas.arrived(queue);
   };
   const insert = sqlite.prepare(`${INSERT_SQL} VALUES ${newRowTuple(() => '?')} ${ON_LIVE_KEY}`);
@@ -376,6 +377,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   // completes (its row deleted at done) keeps its timeline, in message_history (archiveRow).
   function deleteReturning(seqs: number[], also?: SQL): RemovedRow[] {
     if (seqs.length === 0) return [];
+    deltas.beforeChange();
     const removed = orm
       .delete(messages)
       .where(also ? and(inArray(messages.seq, seqs), also) : inArray(messages.seq, seqs))
@@ -455,6 +457,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Marks delayed rows whose time has come as ready; returns the queues that got some. */
     promoteDue(now: number): Set<string> {
+      deltas.beforeChange();
       return new Set(promote.all(now) as string[]);
     },
     /** The earliest visible-at among delayed pending rows. */
@@ -468,7 +471,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Applies a fenced transition; false when the row moved on (stale attempt). */
     write(t: RowTransition): boolean {
-      deltas.foldOwn();
+      deltas.beforeChange();
       const c = t.context;
       const done = t.state === 'dead' || t.state === 'done';
       const entry = !recording()
@@ -509,12 +512,13 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Marks an in-flight row as abandoned by a graceful stop (not a crash) for the next recovery. */
     markAbandoned(seq: number, token: string): boolean {
+      deltas.beforeChange();
       return abandon.run(seq, token).changes === 1;
     },
     /** Deletes a row if still in `state` under `token` (its timeline ended by `end`); false when stale. */
     remove(seq: number, queue: string, state: MessageState, token: string | null, group: string | null, end: RowEnd): boolean {
       return together(() => {
-        deltas.foldOwn();
+        deltas.beforeChange();
         archiveRow(seq, state, token, end);
         // The archive matched nothing unless this DELETE will delete (the same fence, in the same
         // transaction), and a failed DELETE rolls back with the transaction.
@@ -531,6 +535,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
      */
     removeLeased(seq: number, token: string, now: number): { id: string; queue: string; grp: string | null; attempt: number } | undefined {
       return together(() => {
+        deltas.beforeChange();
         const row = leased.get(seq, token) as { id: string; queue: string; grp: string | null; attempt: number } | undefined;
         if (!row) return undefined;
         archiveRow(seq, 'processing', token, { to: 'done', attempt: row.attempt, at: now, reason: 'done' });
@@ -597,6 +602,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
      * in the new queue it waits while its group has a message in flight there, then goes by seq.
      */
     move(row: { seq: number; queue: string; state: MessageState; grp: string | null }, to: string, sourceQueue: string | null, now: number): boolean {
+      deltas.beforeChange();
       const moved = moveQueue.run(to, sourceQueue, now, row.seq, row.state, row.queue).changes === 1;
       if (moved) {
         deltas.add(row.queue, row.state, -1);
@@ -611,6 +617,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /** Recomputes a group's head (after a dead letter of it comes back to life). */
     rehead(queue: string, group: string): void {
+      deltas.beforeChange();
       rehead.run(queue, group);
     },
     /** A statement prepared once per SQL text (the query builders' dynamic SQL). */

@@ -5,13 +5,15 @@
  * settings overrides; the message left in flight by a crash is recovered with its crash counted.
  *
  * A database at migration 0002 (`test/fixtures/schema-0002.db`, made by make-0002-db.ts at commit
- * fbfb3f7) gains messages.dedupe_id (0003) and the count-folding triggers (0004) at open, with
- * its messages, leases, FIFO deduplication windows, idempotency keys and dead letters intact.
+ * fbfb3f7) gains messages.dedupe_id (0003) and the folded counts (0004; 0005 drops its triggers,
+ * as the repository folds) at open, with its messages, leases, FIFO deduplication windows,
+ * idempotency keys and dead letters intact, and its counts exact.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { messageMachine } from '../../src/index.js';
+import { countsBothWays } from '../helpers/counts.js';
 import { reached } from '../helpers/events.js';
 import { readDb } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -107,7 +109,8 @@ describe('migrating a database at migration 0002', () => {
       'std-dlq': { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
       email: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
     });
-    expect(applied()).toBe(5);
+    expect(applied()).toBe(6);
+    expect(readDb(spools.path, (c) => c.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").pluck().all())).toEqual([]);
     expect(columns()).toContain('dedupe_id');
     // Rows stored before 0003 have no deduplication id: the column is added empty.
     expect(readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM messages WHERE dedupe_id IS NOT NULL').pluck().get())).toBe(0);
@@ -142,5 +145,11 @@ describe('migrating a database at migration 0002', () => {
     // And the lease taken before the upgrade runs out on its own deadline.
     clock.advance(MADE_AT + 600_000 - clock.now());
     expect((await spool.receive('pay.fifo', { max: 10 })).find((m) => m.id === ID_0002.inflight)).toMatchObject({ body: 'pay 30', receiveCount: 2 });
+    // Rows from before and after the upgrade, received, deleted and purged: the counts kept agree with the rows.
+    for (const m of await spool.receive('std-dlq')) await spool.deleteMessage('std-dlq', m.receipt);
+    expect(await spool.purge('email', { state: 'pending' })).toBe(1);
+    await spool.close();
+    const { rows, kept } = readDb(spools.path, (c) => countsBothWays(c));
+    expect(kept).toEqual(rows);
   });
 });

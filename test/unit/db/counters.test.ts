@@ -1,9 +1,9 @@
 /**
- * The fold of new rows into `counters`, at the repository: a transaction that inserted every
- * unfolded row folds them itself (in its deltas, with one write of the mark) before it changes one,
- * and leaves anything else to the fold trigger. Either way the stored counts plus the unfolded rows
- * must equal the rows, the arrivals must count each new pending row once, and a savepoint that
- * rolls back must take its part of the fold with it.
+ * The fold of new rows into `counters`, at the repository: before its first update or delete of a
+ * message row, a transaction that inserted every unfolded row folds them itself (in its deltas,
+ * with one write of the mark), and any other transaction folds every unfolded row in SQL. Either
+ * way the stored counts plus the unfolded rows must equal the rows, the arrivals must count each
+ * new pending row once, and a savepoint that rolls back must take its part of the fold with it.
  */
 import { assert, describe, expect, it } from 'vitest';
 import { FOLD_EVERY } from '../../../src/db/counters.js';
@@ -42,7 +42,7 @@ describe('db/counters: the fold', () => {
     expectExact();
   });
 
-  it('leaves rows it did not insert to the trigger, and the trigger folds them all once', () => {
+  it('folds rows it did not insert, all at once, before its first change', () => {
     runTransaction(t.db.sqlite, () => void t.repo.insert(row('other')));
     expect(mark()).toBe(0);
     runTransaction(t.db.sqlite, () => {
@@ -56,10 +56,10 @@ describe('db/counters: the fold', () => {
     expectExact();
   });
 
-  it('hands over to the trigger once it has folded some of the rows in the same transaction', () => {
+  it('folds in SQL when its own rows are not all that is unfolded', () => {
     runTransaction(t.db.sqlite, () => {
       const a = t.repo.insert(row('q'))!;
-      // A statement outside the repository's own writes changes the row: the trigger folds it.
+      // A statement outside the repository changes no count: the row stays unfolded, as inserted.
       t.db.sqlite.prepare('UPDATE messages SET priority = 5 WHERE seq = ?').run(a);
       const b = t.repo.insert(row('q'))!;
       expect(finish(b, 'q')).toBe(true);
@@ -112,6 +112,31 @@ describe('db/counters: the fold', () => {
     expect(stored('r')).toEqual([]);
     expect(arrivals('r')).toBe(0);
     expectExact();
+  });
+
+  it('folds before every kind of change: a move, a purge, a promotion, a lease ended', () => {
+    const others = runTransaction(t.db.sqlite, () => [t.repo.insert(row('a'))!, t.repo.insert(row('a'))!, t.repo.insert(row('b'))!]);
+    // Each in a transaction of its own, on rows another transaction inserted and nobody folded.
+    expect(mark()).toBe(0);
+    runTransaction(t.db.sqlite, () => expect(t.repo.move({ seq: others[0]!, queue: 'a', state: 'pending', grp: null }, 'dlq', 'a', NOW)).toBe(true));
+    expect(mark()).toBe(3);
+    expectExact();
+    const more = runTransaction(t.db.sqlite, () => [t.repo.insert(row('c'))!, t.repo.insert(row('c'))!]);
+    runTransaction(t.db.sqlite, () => expect(t.repo.purgeBatch('c', ['pending'], 10)).toHaveLength(2));
+    expect(stored('c')).toEqual([]);
+    expect(arrivals('c')).toBe(2);
+    expectExact();
+    const delayed = runTransaction(t.db.sqlite, () => t.repo.insert({ ...row('d'), ready: 0, context: { ...row('d').context, visibleAt: NOW + 10 } })!);
+    runTransaction(t.db.sqlite, () => expect([...t.repo.promoteDue(NOW + 10)]).toEqual(['d']));
+    expect(mark()).toBe(delayed);
+    expectExact();
+    const leased = runTransaction(t.db.sqlite, () => t.repo.insert(row('e'))!);
+    t.db.sqlite.prepare("UPDATE messages SET state = 'processing', lease_token = 'tok' WHERE seq = ?").run(leased);
+    // That hand edit changed an unfolded row's state: the fold counts it where it is now.
+    runTransaction(t.db.sqlite, () => expect(t.repo.removeLeased(leased, 'tok', NOW)).toMatchObject({ queue: 'e' }));
+    expectExact();
+    expect(more).toHaveLength(2);
+    expect([arrivals('a'), arrivals('b'), arrivals('d')]).toEqual([2, 1, 1]);
   });
 
   it('counts nothing when the write of the mark fails, and leaves the rows unfolded', () => {
