@@ -18,16 +18,17 @@
  * unfolded row is always exactly as it was inserted; and once the unfolded range reaches
  * FOLD_EVERY seqs, which bounds what a reader scans. A transaction that inserted every unfolded
  * row folds them in its own deltas, without reading them back (foldOwn). So a one-by-one send
- * commits two B-tree pages (its row and its claim-index entry), not three.
- *
- * Migration 0004 had two triggers do that fold, before any update or delete of an unfolded row by
- * any connection. A trigger on `messages`, even one whose WHEN never holds, made every UPDATE of a
- * row about 5 µs dearer and every DELETE about 3 µs (SQLite reads the whole old row for it, and
- * gives up its one-pass update): that is two statements per message. Every write of a message row
- * goes through the repository, so 0005 dropped them and the repository folds first. Savepoints that roll back take
- * their deltas with them, so the counts always agree with
+ * commits two B-tree pages (its row and its claim-index entry), not three. Savepoints that roll
+ * back take their deltas with them, so the counts always agree with
  * `SELECT queue, state, count(*) FROM messages GROUP BY 1, 2` (a test and the crash checker
  * compare the two).
+ *
+ * Migration 0004 had two triggers do that fold, before any update or delete of an unfolded row by
+ * any connection. They cost every UPDATE of a message row about 5 µs and every DELETE about 2.5 µs
+ * even when they did not fire (test/bench/trigger-cost.ts: SQLite reads the old row for a trigger
+ * and checks its WHEN, a subquery on the mark, row by row), and a message takes one of each at
+ * least. Every write of a message row goes through the repository, so 0005 dropped them and the
+ * repository folds first.
  */
 import type Database from 'better-sqlite3';
 import type { MessageState } from '../../machines/message.machine.js';
