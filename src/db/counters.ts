@@ -134,6 +134,8 @@ export function attachCounters(sqlite: Database.Database): Counters {
   const upsert = sqlite.prepare('INSERT INTO counters (scope, name, n) VALUES (?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET n = n + excluded.n');
   // Rows written by hand (an operator's INSERT) take max + 1: never hand out a seq below them.
   const readSeqs = sqlite.prepare(`SELECT coalesce(${MARK_SQL}, 0), coalesce((SELECT max(seq) FROM messages), 0)`).raw();
+  // Changes when another connection commits (never for this one's own commits).
+  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   // The fold of any unfolded rows at all, read back from the table (foldOwn only folds rows this
   // transaction inserted, counted as it inserted them); the mark then moves to the newest row.
   const foldCounts = sqlite.prepare(
@@ -163,12 +165,43 @@ export function attachCounters(sqlite: Database.Database): Counters {
   let dirty = false;
   /** True once this transaction left no row unfolded (beforeChange); false again after it inserts. */
   let folded = false;
+  /**
+   * The fold mark and the newest seq as this transaction knows them (read, then kept as it hands
+   * out seqs and moves the mark), or null before it needs them.
+   */
+  let seen: { mark: number; newest: number } | null = null;
+  /**
+   * What this connection's last commit left, and `PRAGMA data_version` then. While that version
+   * holds, no other connection has committed, so the next transaction starts from these values
+   * without reading them: a send or a concurrency-1 step read them in every transaction (~4 µs).
+   * Null after a rollback, when this connection cannot tell what it left.
+   */
+  let known: { mark: number; newest: number; version: number } | null = null;
+
+  /** The fold mark and the newest seq now: this transaction's, the last commit's if still current, or read. */
+  function seqs(): { mark: number; newest: number } {
+    if (seen === null) {
+      if (known !== null && dataVersion.get() === known.version) seen = { mark: known.mark, newest: known.newest };
+      else {
+        const [mark, newest] = readSeqs.get() as [number, number];
+        seen = { mark, newest };
+      }
+    }
+    return seen;
+  }
+
+  /** Moves the fold mark to `to` (this transaction's view too). */
+  function moveMark(to: number) {
+    setMark.run(to);
+    seqs().mark = to;
+  }
   const totals: OutcomeTotals = { sent: 0, completed: 0, dead: 0, failed: new Map() };
 
   const reset = () => {
     pending = fresh();
     dirty = false;
     folded = false;
+    seen = null;
   };
 
   function add(queue: string, state: MessageState, delta: number) {
@@ -197,7 +230,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
       pending.clean = false;
       return false;
     }
-    setMark.run(pending.ownTo);
+    moveMark(pending.ownTo);
     pending.own = null;
     pending.mark = pending.ownTo;
     for (const [queue, n] of own) add(queue, 'pending', n);
@@ -209,11 +242,11 @@ export function attachCounters(sqlite: Database.Database): Counters {
   /** Folds every unfolded row, whoever inserted it: its counts, its arrivals, then the mark. */
   function foldAll() {
     if (foldOwn()) return;
-    const [mark, newest] = readSeqs.get() as [number, number];
+    const { mark, newest } = seqs();
     if (newest > mark) {
       foldCounts.run();
       foldArrivals.run();
-      setMark.run(newest);
+      moveMark(newest);
     }
     // Any own rows were folded just now with the rest; rows inserted from here on are this
     // transaction's own again, above a mark it knows.
@@ -231,23 +264,31 @@ export function attachCounters(sqlite: Database.Database): Counters {
     folded = true;
   }
 
+  /** The deltas and outcomes of a transaction that changed any, written just before its COMMIT. */
+  function writeDeltas() {
+    if (pending.lastSeq !== null && pending.lastSeq - pending.mark >= FOLD_EVERY) foldAll();
+    for (const [queue, states] of pending.deltas) for (const [state, n] of states) if (n !== 0) upsert.run(queue, state, n);
+    for (const [queue, n] of pending.arrivals) upsert.run('', arrivalsName(queue), n);
+    // Counted here, the last step before COMMIT: a commit that then fails is rare enough
+    // (IOERR, a full disk at the journal's last page) that telemetry may over-count it.
+    totals.sent += pending.sent;
+    totals.completed += pending.completed;
+    totals.dead += pending.dead;
+    if (pending.failed) for (const [code, n] of pending.failed) totals.failed.set(code, (totals.failed.get(code) ?? 0) + n);
+  }
+
   onTransaction(sqlite, {
     beforeCommit() {
-      if (!dirty) return;
-      if (pending.lastSeq !== null && pending.lastSeq - pending.mark >= FOLD_EVERY) {
-        foldAll();
-      }
-      for (const [queue, states] of pending.deltas) for (const [state, n] of states) if (n !== 0) upsert.run(queue, state, n);
-      for (const [queue, n] of pending.arrivals) upsert.run('', arrivalsName(queue), n);
-      // Counted here, the last step before COMMIT: a commit that then fails is rare enough
-      // (IOERR, a full disk at the journal's last page) that telemetry may over-count it.
-      totals.sent += pending.sent;
-      totals.completed += pending.completed;
-      totals.dead += pending.dead;
-      if (pending.failed) for (const [code, n] of pending.failed) totals.failed.set(code, (totals.failed.get(code) ?? 0) + n);
+      if (dirty) writeDeltas();
+      // What this commit leaves, for the next transaction (see `known`); unchanged if it never
+      // needed the seqs (nothing inserted, changed or folded: the last values still hold).
+      if (seen !== null) known = { mark: seen.mark, newest: seen.newest, version: dataVersion.get() as number };
       reset();
     },
-    rolledBack: reset,
+    rolledBack() {
+      reset();
+      known = null;
+    },
     mark() {
       if (!dirty) return null;
       const deltas = new Map<string, Map<MessageState, number>>();
@@ -258,8 +299,10 @@ export function attachCounters(sqlite: Database.Database): Counters {
       return { deltas, lastSeq, mark, clean, own, ownTo, arrivals: new Map(pending.arrivals), sent, completed, dead, failed: pending.failed && new Map(pending.failed) };
     },
     restore(mark) {
-      // A fold inside the savepoint rolled back with it.
+      // A fold inside the savepoint rolled back with it, and any move of the mark: read them again.
       folded = false;
+      seen = null;
+      known = null;
       if (mark === null) return reset();
       pending = mark as Pending;
       dirty = true;
@@ -275,7 +318,7 @@ export function attachCounters(sqlite: Database.Database): Counters {
     pending: (queue, state) => pending.deltas.get(queue)?.get(state) ?? 0,
     nextSeq(count = 1) {
       if (pending.lastSeq === null) {
-        const [mark, newest] = readSeqs.get() as [number, number];
+        const { mark, newest } = seqs();
         pending.mark = mark;
         pending.clean = newest <= mark;
         pending.lastSeq = Math.max(mark, newest);
@@ -287,6 +330,8 @@ export function attachCounters(sqlite: Database.Database): Counters {
       return first;
     },
     inserted(queue, count = 1) {
+      // The newest row now (a dedupe hit uses up a seq but stores no row: it is not the newest).
+      seqs().newest = pending.lastSeq!;
       if (!pending.clean) return;
       pending.ownTo = pending.lastSeq!;
       pending.own ??= new Map();

@@ -6,7 +6,9 @@
  * new pending row once, and a savepoint that rolls back must take its part of the fold with it.
  */
 import { assert, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../../src/db/client.js';
 import { FOLD_EVERY } from '../../../src/db/counters.js';
+import { createRepository } from '../../../src/db/repository.js';
 import { runTransaction } from '../../../src/db/transaction.js';
 import { countsBothWays } from '../../helpers/counts.js';
 import { newRow as row, NOW, useTempRepository } from '../../helpers/temp-repository.js';
@@ -137,6 +139,46 @@ describe('db/counters: the fold', () => {
     expectExact();
     expect(more).toHaveLength(2);
     expect([arrivals('a'), arrivals('b'), arrivals('d')]).toEqual([2, 1, 1]);
+  });
+
+  it('starts from what its last commit left only while no other connection has committed since', () => {
+    const other = openDatabase(t.db.path, 'normal');
+    try {
+      const otherRepo = createRepository(other);
+      const a = runTransaction(t.db.sqlite, () => t.repo.insert(row('q'))!);
+      // Another connection sends, then takes a row to done: seqs and the mark moved under us.
+      const b = runTransaction(other.sqlite, () => otherRepo.insert(row('q'))!);
+      runTransaction(other.sqlite, () => expect(otherRepo.remove(a, 'q', 'pending', null, null, { to: 'done', attempt: 1, at: NOW, reason: 'done' })).toBe(true));
+      expect(b).toBe(a + 1);
+      const c = runTransaction(t.db.sqlite, () => t.repo.insert(row('q'))!);
+      expect(c).toBe(b + 1);
+      expectExact();
+      // And again with no one else in between: the next seq follows on, the fold still exact.
+      const d = runTransaction(t.db.sqlite, () => {
+        const seq = t.repo.insert(row('q'))!;
+        expect(finish(c, 'q')).toBe(true);
+        return seq;
+      });
+      expect(d).toBe(c + 1);
+      expect(mark()).toBe(d);
+      expectExact();
+      // A rolled-back transaction leaves nothing cached: its seq is handed out again, its mark move undone.
+      expect(() =>
+        runTransaction(t.db.sqlite, () => {
+          t.repo.insert(row('q'));
+          expect(finish(d, 'q')).toBe(true);
+          throw new Error('rolled back');
+        }),
+      ).toThrow('rolled back');
+      expect(mark()).toBe(d);
+      const e = runTransaction(other.sqlite, () => otherRepo.insert(row('q'))!);
+      expect(e).toBe(d + 1);
+      expect(runTransaction(t.db.sqlite, () => t.repo.insert(row('q'))!)).toBe(e + 1);
+      runTransaction(t.db.sqlite, () => expect(finish(e, 'q')).toBe(true));
+      expectExact();
+    } finally {
+      other.close();
+    }
   });
 
   it('counts nothing when the write of the mark fails, and leaves the rows unfolded', () => {
