@@ -238,9 +238,11 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const firstEntry = (row: NewMessage) =>
     !recording() ? null : row.context.attempt === 0 ? '' : encodeEntry(row.now, null, 'pending', row.context.attempt);
   const deltas = attachCounters(sqlite);
-  /** A group's next live message heads it; a pending one becomes claimable (an arrival for waiters). */
+  /**
+   * A group's next live message heads it; a pending one becomes claimable (an arrival for waiters).
+   * Its callers change a row of the group first, so the fold (beforeChange) has already run.
+   */
   const promoteGroup = (queue: string, group: string) => {
-    deltas.beforeChange();
     if (promoteHead.run(queue, group).changes > 0) deltas.arrived(queue);
   };
   const insert = sqlite.prepare(`${INSERT_SQL} VALUES ${newRowTuple(() => '?')} ${ON_LIVE_KEY}`);
