@@ -47,7 +47,7 @@ export function createStorage(opts: ResolvedOptions, bus: EventBus, history?: ()
     if (!opened) {
       const db = openDatabase(opts.path, opts.durability);
       const repo = createRepository(db, { history });
-      opened = { db, repo, queues: createQueuesRepository(db, repo.counters), committer: createCommitter(db.sqlite, bus, opts.clock, () => db.intact()) };
+      opened = { db, repo, queues: createQueuesRepository(db, repo.counters), committer: createCommitter(db.sqlite, bus, opts.clock, () => db.intact(), db.durability) };
     }
     return opened;
   }

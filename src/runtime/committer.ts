@@ -16,6 +16,7 @@ import type Database from 'better-sqlite3';
 import { messageOf, SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { Clock } from '../clock.js';
+import type { Durability } from '../db/client.js';
 import { isBusy, isFull, runSavepoint, runTransaction } from '../db/transaction.js';
 
 /** One unit of work inside a group transaction. */
@@ -28,6 +29,13 @@ export interface Op<T = unknown> {
   committed?(result: T): void;
   /** When the op will not land. */
   failed?(error: SpoolError): void;
+  /**
+   * False for the runtime's own writes that no caller awaits (a push handler's settle). Under
+   * `durability: 'full'`, a group of only such writes (and the claim) commits without an fsync
+   * of its own: the next fsynced commit or checkpoint makes it durable (see the README's
+   * Durability). Every other op is durable when it resolves.
+   */
+  durable?: boolean;
 }
 
 /** Work the owner adds to every group transaction (the supervisor's claim). */
@@ -100,8 +108,12 @@ export interface Committer {
   close(): void;
 }
 
-/** Creates a committer over one connection; `intact` tells whether the file is still ours. */
-export function createCommitter(sqlite: Database.Database, events: EventBus, clock: Clock, intact: () => boolean = () => true): Committer {
+/**
+ * Creates a committer over one connection; `intact` tells whether the file is still ours, and
+ * `durability` is the connection's (under 'full', groups that nobody awaits skip their fsync).
+ */
+export function createCommitter(sqlite: Database.Database, events: EventBus, clock: Clock, intact: () => boolean = () => true, durability: Durability = 'normal'): Committer {
+  const syncSwitch = durability === 'full' ? relaxableSync(sqlite) : undefined;
   let queue: Op[] = [];
   let hook: GroupHook<unknown> | undefined;
   let wanted = false;
@@ -201,6 +213,8 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     let hookResult: unknown;
     let hookError: unknown;
     const started = performance.now();
+    const relaxed = syncSwitch !== undefined && ops.every(awaitedByNone);
+    if (relaxed) syncSwitch.relax();
     try {
       results = runTransaction(sqlite, () => {
         const out = ops.map((op) => op.run());
@@ -219,9 +233,11 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
         return out;
       });
     } catch (error) {
+      if (relaxed) syncSwitch.restore();
       handleFailure(ops, error, runHook);
       return settleIdle();
     }
+    if (relaxed) syncSwitch.restore();
     if (!verify()) {
       // Committed into a file that is no longer at its path: as good as never stored.
       failLost(ops);
@@ -459,4 +475,20 @@ export function toStorageError(error: unknown): SpoolError {
   if (isFull(error)) return new SpoolError('STORAGE_FULL', 'The database is full (disk or max_page_count); nothing was stored', { cause: error });
   if (isBusy(error)) return new SpoolError('STORAGE_BUSY', 'The database is locked by another connection', { cause: error });
   return new SpoolError('STORAGE_ERROR', `Storage failed: ${messageOf(error)}`, { cause: error });
+}
+
+const awaitedByNone = (op: Op): boolean => op.durable === false;
+
+/**
+ * Switches a 'full' connection to `synchronous=NORMAL` for one commit and back. Between
+ * transactions only (SQLite refuses it inside one), so every other transaction of the connection
+ * (admin operations, the storage's own) keeps FULL. In WAL mode a later fsync of the log covers
+ * every frame before it, so once a later commit is fsynced, every relaxed one before it is too.
+ * SQLite applies this pragma while it prepares it, so each switch is an exec, not a prepared run.
+ */
+function relaxableSync(sqlite: Database.Database): { relax(): void; restore(): void } {
+  return {
+    relax: () => sqlite.exec('PRAGMA synchronous = NORMAL'),
+    restore: () => sqlite.exec('PRAGMA synchronous = FULL'),
+  };
 }

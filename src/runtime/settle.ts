@@ -48,6 +48,9 @@ export function createSettler(deps: SupervisorDeps, parts: SettleParts) {
     const keepDone = settings.get().retention.doneMs > 0;
     committer.enqueue({
       kind: 'transition',
+      // No caller awaits a push handler's settle: lost to a power cut, the message is delivered
+      // again, as after a crash between the handler's return and this commit.
+      durable: false,
       run: () => {
         const log: Announcement[] = [];
         if (to === 'done') crashPoint('complete.beforeCommit');

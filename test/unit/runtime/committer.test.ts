@@ -395,3 +395,79 @@ describe('committer', () => {
     }
   });
 });
+
+describe('committer under durability full', () => {
+  let temp: ReturnType<typeof tempDb>;
+  let handle: DbHandle;
+  let events: EventBus;
+  let committer: Committer;
+
+  beforeEach(() => {
+    temp = tempDb();
+    handle = openDatabase(temp.path, 'full');
+    events = createEventBus();
+    committer = createCommitter(handle.sqlite, events, systemClock, () => true, 'full');
+  });
+
+  afterEach(() => {
+    committer.close();
+    events.complete();
+    handle.close();
+    temp.cleanup();
+  });
+
+  /** The connection's synchronous level: 1 NORMAL (no fsync at commit), 2 FULL. */
+  const level = () => handle.sqlite.pragma('synchronous', { simple: true });
+
+  /** Enqueues ops that record the level their commit runs at; resolves after the commit. */
+  function group(ops: { durable?: boolean; fail?: boolean }[]) {
+    const seen: unknown[] = [];
+    const done = ops.map(
+      (o) =>
+        new Promise<void>((resolve) =>
+          committer.enqueue({
+            kind: 'transition',
+            ...(o.durable === undefined ? {} : { durable: o.durable }),
+            run: () => {
+              seen.push(level());
+              if (o.fail) throw new Error('this op fails');
+            },
+            committed: () => resolve(),
+            failed: () => resolve(),
+          }),
+        ),
+    );
+    return Promise.all(done).then(() => seen);
+  }
+
+  it('commits a group that no caller awaits without an fsync of its own, and puts FULL back after it', async () => {
+    expect(level()).toBe(2);
+    expect(await group([{ durable: false }, { durable: false }])).toEqual([1, 1]);
+    expect(level()).toBe(2);
+  });
+
+  it('keeps the fsync for a group holding any durable op, or an op that says nothing', async () => {
+    expect(await group([{ durable: false }, { durable: true }])).toEqual([2, 2]);
+    expect(await group([{ durable: false }, {}])).toEqual([2, 2]);
+    expect(await group([{}])).toEqual([2]);
+  });
+
+  it('commits the claim alone without its own fsync', async () => {
+    const seen: unknown[] = [];
+    let committed!: () => void;
+    const landed = new Promise<void>((resolve) => (committed = resolve));
+    committer.setHook({ plan: () => 'claim', run: () => seen.push(level()), committed: () => committed(), failed: () => {} });
+    committer.wake();
+    await landed;
+    expect(seen).toEqual([1]);
+    expect(level()).toBe(2);
+  });
+
+  it('puts FULL back when a relaxed group fails', async () => {
+    // The first try runs relaxed and rolls back; the op is then retried alone in a savepoint.
+    const seen = await group([{ durable: false, fail: true }]);
+    expect(seen[0]).toBe(1);
+    expect(level()).toBe(2);
+  });
+});
+
