@@ -5,7 +5,7 @@
  *
  * The worker starts on first need, not with every spool: at the first sweep, or once the spool
  * has committed CHECKPOINT_AFTER_COMMITS times (until then SQLite's own automatic checkpoint runs,
- * and a small, short-lived spool never pays for a thread). Once it reports ready, the owner's
+ * and a small, short-lived spool never pays for a thread). From the worker's start, the owner's
  * connection stops checkpointing by itself. If the worker cannot start or dies, checkpoints go
  * back to SQLite's automatic ones and sweeps run in this thread (the same code, sweep.ts).
  */
@@ -103,6 +103,11 @@ export function createMaintenance(deps: {
         const data: MaintenanceWorkerData = { path: db.path, durability: db.durability };
         const w = new Worker(workerEntry(), { workerData: data });
         worker = w;
+        // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes 200-700 ms
+        // to load here, and in that window SQLite's automatic checkpoint (1,000 pages) stalled
+        // the commit that ran it for 15-25 ms. The WAL grows meanwhile, and the worker's first
+        // pass copies it off this thread. If the worker fails, 'exit' turns them back on.
+        if (db.sqlite.open) db.sqlite.pragma('wal_autocheckpoint = 0');
         w.unref();
         w.on('message', (message: FromWorker) => onMessage(message, resolve));
         w.on('error', (error) => {
@@ -132,8 +137,7 @@ export function createMaintenance(deps: {
   function onMessage(message: FromWorker, ready: (ok: boolean) => void) {
     switch (message.t) {
       case 'ready':
-        // The worker checkpoints from now on: the owner's commits never copy WAL pages.
-        if (db.sqlite.open && !closed) db.sqlite.pragma('wal_autocheckpoint = 0');
+        // The worker checkpoints from now on (the owner's commits stopped when it was made).
         ready(true);
         return;
       case 'wal':
