@@ -230,6 +230,14 @@ function newRowTuple(param: (i: number) => string): string {
   return `(${p.slice(0, 3).join(', ')}, 'pending', ${p.slice(3).join(', ')})`;
 }
 
+/** What ending a pull lease needs of its row: it is announced, counted and archived with these. */
+export interface LeasedRow {
+  id: string;
+  queue: string;
+  grp: string | null;
+  attempt: number;
+}
+
 /** Creates the repository over an open database. */
 export function createRepository(db: DbHandle, options: RepositoryOptions = {}) {
   const { sqlite, orm } = db;
@@ -533,12 +541,13 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /**
      * Deletes a processing row if `token` still holds it (an ended lease, kept nowhere): what it
-     * was, or undefined for a stale token.
+     * was, or undefined for a stale token. `known` is what the lease's holder already has; the
+     * row is then not read first (a leased row keeps its queue, group and attempt under one token).
      */
-    removeLeased(seq: number, token: string, now: number): { id: string; queue: string; grp: string | null; attempt: number } | undefined {
+    removeLeased(seq: number, token: string, now: number, known?: LeasedRow): LeasedRow | undefined {
       return together(() => {
         deltas.beforeChange();
-        const row = leased.get(seq, token) as { id: string; queue: string; grp: string | null; attempt: number } | undefined;
+        const row = known ?? (leased.get(seq, token) as LeasedRow | undefined);
         if (!row) return undefined;
         archiveRow(seq, 'processing', token, { to: 'done', attempt: row.attempt, at: now, reason: 'done' });
         if (removeLeased.run(seq, token).changes !== 1) return undefined;

@@ -12,7 +12,7 @@ import type { HandlerPayload, QueueMap, QueueName } from '../typed-queues.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { pullOwner, type Leased } from '../runtime/lease.js';
 import { assertQueueName } from '../validate.js';
-import type { PullEngine } from './engine.js';
+import type { LeaseRef, PullEngine } from './engine.js';
 import { formatReceipt } from './receipts.js';
 import { compileWhere, type Where } from './where.js';
 
@@ -67,6 +67,12 @@ export interface Consumer<Q extends QueueMap = QueueMap> {
   messages<P = never, K extends QueueName<Q> = QueueName<Q>>(queues: K | readonly K[], options?: WaitOptions): AsyncIterableIterator<PulledMessage<HandlerPayload<Q, K, P>>>;
 }
 
+/** The owned lease as the engine names it, with what ending it needs of its row (no read then). */
+function ownedRef(lease: Leased): LeaseRef {
+  const { row } = lease;
+  return { id: row.id, seq: row.seq, token: lease.token, known: { id: row.id, queue: row.queue, grp: row.grp, attempt: lease.state.context.attempt } };
+}
+
 /** Creates a consumer over the pull engine. */
 export function createConsumer(engine: PullEngine, directory: QueueDirectory, clock: Clock, options: { id?: string } = {}): Consumer {
   if (options.id !== undefined && (typeof options.id !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(options.id))) {
@@ -98,7 +104,7 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     if (!lease) return;
     owned = undefined;
     const ref = { id: lease.row.id, seq: lease.row.seq, token: lease.token };
-    const row = await (kind === 'end' ? engine.complete(ref) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
+    const row = await (kind === 'end' ? engine.complete(ownedRef(lease)) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
     // The lease ran out first and the message went back (maybe to another consumer): the caller's
     // work may run again, and must hear so rather than believe it ended the message.
     if (!row) throw new SpoolError('LEASE_EXPIRED', `Consumer ${id} no longer owns message ${lease.row.id}: its lease ran out and it was returned before this ${kind}`, { details: { id: lease.row.id } });
@@ -134,7 +140,7 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
           {
             until,
             signal: abort.signal,
-            ...(previous ? { first: (l, now, log) => void engine.completeIn(l, { id: previous.row.id, seq: previous.row.seq, token: previous.token }, now, log) } : {}),
+            ...(previous ? { first: (l, now, log) => void engine.completeIn(l, ownedRef(previous), now, log) } : {}),
           },
         );
         if (closed) {

@@ -8,7 +8,7 @@
 import type { MessageMachineState } from '../../machines/compiled.js';
 import type { MessageEvent } from '../../machines/message.machine.js';
 import type { Clock } from '../clock.js';
-import type { MessageRow } from '../db/repository.js';
+import type { LeasedRow, MessageRow } from '../db/repository.js';
 import type { EventBus } from '../events.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { SpoolError } from '../errors.js';
@@ -21,6 +21,17 @@ import type { Storage } from '../storage.js';
 import { createWaitRoom, type WaitRoom } from './wait-room.js';
 
 /** What the engine needs from its spool. */
+/**
+ * A lease as its holder names it: the message, the receipt's token, and (from the consumer that
+ * leased it) the row's queue, group and attempt, so ending it needs no read of the row.
+ */
+export interface LeaseRef {
+  id: string;
+  seq: number | undefined;
+  token: string;
+  known?: LeasedRow;
+}
+
 export interface PullEngineDeps {
   storage: Storage;
   settings: SettingsRuntime;
@@ -189,14 +200,14 @@ export function createPullEngine(deps: PullEngineDeps) {
   }
 
   /** Completes the message a lease names (an end, an SQS delete), if the lease still holds it. */
-  function complete(lease: { id: string; seq: number | undefined; token: string }): Promise<unknown> {
+  function complete(lease: LeaseRef): Promise<unknown> {
     return run((l, now, log) => completeIn(l, lease, now, log));
   }
 
   /** Inside a commit: complete()'s work. */
-  function completeIn(l: Leaser, lease: { id: string; seq: number | undefined; token: string }, now: number, log: Announcement[]): unknown {
+  function completeIn(l: Leaser, lease: LeaseRef, now: number, log: Announcement[]): unknown {
     const seq = lease.seq ?? storage.open().repo.byId(lease.id)?.seq;
-    const done = seq === undefined ? undefined : l.completeLease(seq, lease.token, now, log);
+    const done = seq === undefined ? undefined : l.completeLease(seq, lease.token, now, log, lease.known);
     if (!done && seq !== undefined) stale(seq, log);
     return done;
   }

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
 import type { MessageEvent } from '../../machines/message.machine.js';
 import { backoffDelay } from '../../machines/retry-policy.js';
-import type { MessageRow, Repository } from '../db/repository.js';
+import type { LeasedRow, MessageRow, Repository } from '../db/repository.js';
 import { CANDIDATES_SQL } from '../db/repository.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { policyFor } from '../settings/schema.js';
@@ -197,12 +197,13 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
 
   /**
    * Inside a transaction: completes the leased message `seq` if `token` still holds it (an end, an
-   * SQS delete). When done rows are not kept, one fenced DELETE does it, without reading the row
-   * first. Returns what it completed, or undefined for a stale receipt.
+   * SQS delete). When done rows are not kept, a fenced archive and DELETE do it, and a holder that
+   * passes `known` (the lease's own row) spares the read of the row. Returns what it completed,
+   * or undefined for a stale receipt.
    */
-  function completeLease(seq: number, token: string, now: number, log: Announcement[]): { id: string; queue: string } | undefined {
+  function completeLease(seq: number, token: string, now: number, log: Announcement[], known?: LeasedRow): { id: string; queue: string } | undefined {
     if (settings.get().retention.doneMs > 0) return settleLease(seq, token, () => 'complete', now, log);
-    const row = repo.removeLeased(seq, token, now);
+    const row = repo.removeLeased(seq, token, now, known);
     if (row) log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'processing', to: 'done', attempt: row.attempt });
     return row;
   }

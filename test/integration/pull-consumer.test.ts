@@ -33,6 +33,26 @@ describe('owner-mode consumers', () => {
     await consumer.close();
   });
 
+  it('archives what end() and the next wait() complete with the attempt the lease made, and keeps the counts', async () => {
+    const spool = spools.open();
+    const consumer = spool.consumer();
+    const events: SpoolEvent[] = [];
+    spool.events$.subscribe((e) => events.push(e));
+    const [a, b] = await spool.sendBatch('jobs', [{ n: 1 }, { n: 2 }]);
+    expect((await consumer.wait('jobs', { timeoutMs: 1000 }))?.id).toBe(a);
+    expect((await consumer.wait('jobs', { timeoutMs: 1000 }))?.id).toBe(b);
+    await consumer.end();
+    for (const id of [a!, b!]) {
+      const gone = await spool.removedHistory(id);
+      expect(gone).toMatchObject({ id, queue: 'jobs', state: 'done', reason: 'done' });
+      expect(gone!.history.at(-1)).toMatchObject({ from: 'processing', to: 'done', attempt: 1 });
+      expect(events.find((e) => e.type === 'message.state' && e.id === id && e.to === 'done')).toMatchObject({ queue: 'jobs', attempt: 1 });
+    }
+    expect((await spool.stats()).queues.jobs).toMatchObject({ pending: 0, processing: 0 });
+    expect(readDb(spools.path, (c) => c.prepare("SELECT count(*) FROM messages WHERE queue = 'jobs'").pluck().get())).toBe(0);
+    await consumer.close();
+  });
+
   it('abort() returns the message at once for others, with no attempt charged', async () => {
     const spool = spools.open();
     const one = spool.consumer();

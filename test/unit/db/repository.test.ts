@@ -163,6 +163,27 @@ describe('db/repository: history with its send entry implied', () => {
     expect(t.repo.history(String(b))?.entries).toEqual([sent]);
   });
 
+  it('ends a pull lease from what its holder knows, without the row, still fenced on the token', () => {
+    const [a, b] = runTransaction(t.db.sqlite, () => [t.repo.insert(newRow('q'))!, t.repo.insert(newRow('q'))!]);
+    expect(claim(a, 'ta')).toBe(true);
+    expect(claim(b, 'tb')).toBe(true);
+    const known = (seq: number) => ({ id: String(seq), queue: 'q', grp: null, attempt: 1 });
+    // A stale token changes nothing, whatever the holder claims to know.
+    expect(t.repo.removeLeased(a, 'stale', NOW + 7, known(a))).toBeUndefined();
+    expect(archived(a)).toBeUndefined();
+    expect(stored(a)).toBeDefined();
+    // The token holds: the same archive and counts as the path that reads the row.
+    expect(t.repo.removeLeased(a, 'ta', NOW + 7, known(a))).toEqual(known(a));
+    expect(t.repo.removeLeased(b, 'tb', NOW + 7)).toEqual(known(b));
+    for (const seq of [a, b]) {
+      expect(stored(seq)).toBeUndefined();
+      expect(archived(seq)).toMatchObject({ state: 'done', reason: 'done', finishedAt: NOW + 7 });
+      expect(t.repo.history(String(seq))?.entries.at(-1)).toEqual({ at: NOW + 7, from: 'processing', to: 'done', attempt: 1 });
+    }
+    const { rows, kept } = countsBothWays(t.db.sqlite);
+    expect(kept).toEqual(rows);
+  });
+
   it('reads an archived timeline stored with its send entry written out (before it was implied)', () => {
     t.db.sqlite
       .prepare('INSERT INTO message_history (seq, id, queue, state, reason, timeline, created_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
