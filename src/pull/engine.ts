@@ -20,7 +20,6 @@ import type { SettingsRuntime } from '../settings/store.js';
 import type { Storage } from '../storage.js';
 import { createWaitRoom, type WaitRoom } from './wait-room.js';
 
-/** What the engine needs from its spool. */
 /**
  * A lease as its holder names it: the message, the receipt's token, and (from the consumer that
  * leased it) the row's queue, group and attempt, so ending it needs no read of the row.
@@ -32,6 +31,7 @@ export interface LeaseRef {
   known?: LeasedRow;
 }
 
+/** What the engine needs from its spool. */
 export interface PullEngineDeps {
   storage: Storage;
   settings: SettingsRuntime;
