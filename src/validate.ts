@@ -53,6 +53,9 @@ export function serializePayload(payload: unknown, maxBytes: number, what = 'Pay
   } finally {
     label = 'Payload';
   }
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8 (a surrogate pair, 2 units, takes 4), so
+  // most payloads are under the limit without counting their bytes.
+  if (json.length * 3 <= maxBytes) return json;
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > maxBytes) {
     throw new SpoolError('INVALID_PAYLOAD', `${what} is ${bytes} bytes once serialised; the limit (maxPayloadBytes) is ${maxBytes}`, {

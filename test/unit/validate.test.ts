@@ -140,6 +140,18 @@ describe('serializePayload', () => {
     const wide = thrown(() => serializePayload('é'.repeat(50), 100));
     expect(wide.details).toEqual({ bytes: 102, maxBytes: 100, reason: 'size' });
   });
+
+  it('counts the bytes exactly near 3 bytes per character, and 4 per surrogate pair', () => {
+    // 10 three-byte characters: 12 characters of JSON, 32 bytes.
+    const euros = '€'.repeat(10);
+    expect(serializePayload(euros, 36)).toBe(JSON.stringify(euros));
+    expect(serializePayload(euros, 32)).toBe(JSON.stringify(euros));
+    expect(thrown(() => serializePayload(euros, 31)).details).toEqual({ bytes: 32, maxBytes: 31, reason: 'size' });
+    // 5 emoji (surrogate pairs): 12 characters of JSON, 22 bytes.
+    const emoji = '🙂'.repeat(5);
+    expect(serializePayload(emoji, 22)).toBe(JSON.stringify(emoji));
+    expect(thrown(() => serializePayload(emoji, 21)).details).toEqual({ bytes: 22, maxBytes: 21, reason: 'size' });
+  });
 });
 
 describe('canonicalJson and contentKey', () => {
