@@ -5,7 +5,7 @@ import { openDatabase, type DbHandle } from '../../../src/db/client.js';
 import { createRepository } from '../../../src/db/repository.js';
 import { createEventBus } from '../../../src/events.js';
 import { CHECKPOINT_AFTER_COMMITS, createMaintenance, type Maintenance } from '../../../src/runtime/maintenance.js';
-import { createSettingsStore } from '../../../src/settings/store.js';
+import { createSettingsStore, type OverridesStorage } from '../../../src/settings/store.js';
 import { tempDb } from '../../helpers/temp-db.js';
 
 describe('maintenance', () => {
@@ -26,7 +26,9 @@ describe('maintenance', () => {
     temp = tempDb();
     db = openDatabase(temp.path, 'normal');
     const events = createEventBus();
-    const settings = createSettingsStore({ config: {}, storage: () => ({ read: () => ({ overrides: '{}', version: 0 }) }) as never, clock: systemClock, events });
+    // Defaults only: maintenance reads its interval and retention, and nothing here writes settings.
+    const overrides: OverridesStorage = { read: () => ({ overrides: '{}', version: 0 }), version: () => 0, atomically: (fn) => fn(), write: () => 0 };
+    const settings = createSettingsStore({ config: {}, storage: () => overrides, clock: systemClock, events });
     maintenance = createMaintenance({ db, repo: createRepository(db), clock: systemClock, events, settings });
     maintenance.start();
     expect(autoCheckpoint()).toBe(1000);
