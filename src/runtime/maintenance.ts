@@ -33,6 +33,12 @@ export const CHECKPOINT_AFTER_COMMITS = 200;
 export const WAL_DRAIN_FRAMES = 4000;
 /** The longest commits are held for a drain; past it they go on, and the drain tries later. */
 export const DRAIN_HOLD_MAX_MS = 250;
+/**
+ * How long the owner goes without checkpoints of its own while the worker loads: past it, its
+ * automatic checkpoint comes back until the worker is ready, so a worker that loads slowly (or
+ * hangs) cannot leave the WAL to grow without bound.
+ */
+export const WORKER_LOAD_GRACE_MS = 5_000;
 
 /** The sweep's handle. */
 export interface Maintenance {
@@ -94,6 +100,14 @@ export function createMaintenance(deps: {
   let nextId = 1;
   let releaseHold: (() => void) | undefined;
   let holdTimer: NodeJS.Timeout | undefined;
+  let loadGuard: TimerHandle | undefined;
+  const autoCheckpoint = (pages: number) => {
+    if (db.sqlite.open && !closed) db.sqlite.pragma(`wal_autocheckpoint = ${pages}`);
+  };
+  const endLoadGuard = () => {
+    if (loadGuard !== undefined) clock.clearTimeout(loadGuard);
+    loadGuard = undefined;
+  };
   const waiting = new Map<number, { resolve(result: SweepResult): void; reject(error: SpoolError): void }>();
 
   /** Starts the worker once; resolves false if it could not (then this thread does the work). */
@@ -106,8 +120,13 @@ export function createMaintenance(deps: {
         // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes 200-700 ms
         // to load here, and in that window SQLite's automatic checkpoint (1,000 pages) stalled
         // the commit that ran it for 15-25 ms. The WAL grows meanwhile, and the worker's first
-        // pass copies it off this thread. If the worker fails, 'exit' turns them back on.
-        if (db.sqlite.open) db.sqlite.pragma('wal_autocheckpoint = 0');
+        // pass copies it off this thread. If the worker fails, 'exit' turns them back on, and
+        // so does WORKER_LOAD_GRACE_MS without 'ready'.
+        autoCheckpoint(0);
+        loadGuard = clock.setTimeout(() => {
+          loadGuard = undefined;
+          autoCheckpoint(1000);
+        }, WORKER_LOAD_GRACE_MS);
         w.unref();
         w.on('message', (message: FromWorker) => onMessage(message, resolve));
         w.on('error', (error) => {
@@ -116,6 +135,7 @@ export function createMaintenance(deps: {
         });
         w.on('exit', () => {
           worker = undefined;
+          endLoadGuard();
           endDrain();
           // Back to SQLite's own checkpoints, and fail what the worker was doing.
           if (db.sqlite.open) db.sqlite.pragma('wal_autocheckpoint = 1000');
@@ -137,7 +157,10 @@ export function createMaintenance(deps: {
   function onMessage(message: FromWorker, ready: (ok: boolean) => void) {
     switch (message.t) {
       case 'ready':
-        // The worker checkpoints from now on (the owner's commits stopped when it was made).
+        // The worker checkpoints from now on (the owner's commits stopped when it was made, or
+        // again once the load outlasted WORKER_LOAD_GRACE_MS).
+        endLoadGuard();
+        autoCheckpoint(0);
         ready(true);
         return;
       case 'wal':
@@ -259,6 +282,9 @@ export function createMaintenance(deps: {
       running = false;
       if (timer !== undefined) clock.clearTimeout(timer);
       timer = undefined;
+      // A stopped spool keeps no timer: a worker still loading then finds checkpoints off until
+      // it is ready, as before the guard existed.
+      endLoadGuard();
     },
     async close() {
       this.stop();

@@ -1,10 +1,11 @@
 /** The maintenance worker's hand-over of WAL checkpoints from the owner's connection. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../src/clock.js';
+import { systemClock, type Clock } from '../../../src/clock.js';
 import { openDatabase, type DbHandle } from '../../../src/db/client.js';
 import { createRepository } from '../../../src/db/repository.js';
 import { createEventBus } from '../../../src/events.js';
-import { CHECKPOINT_AFTER_COMMITS, createMaintenance, type Maintenance } from '../../../src/runtime/maintenance.js';
+import { createManualClock } from '../../../src/manual-clock.js';
+import { CHECKPOINT_AFTER_COMMITS, createMaintenance, type Maintenance, WORKER_LOAD_GRACE_MS } from '../../../src/runtime/maintenance.js';
 import { createSettingsStore, type OverridesStorage } from '../../../src/settings/store.js';
 import { tempDb } from '../../helpers/temp-db.js';
 
@@ -19,18 +20,24 @@ describe('maintenance', () => {
     temp?.cleanup();
   });
 
-  /** Pages after which the owner's own commits checkpoint (0: never). */
-  const autoCheckpoint = () => db!.sqlite.pragma('wal_autocheckpoint', { simple: true });
-
-  it('stops the owner’s automatic checkpoints as it starts the worker, not once the worker is ready, and restores them when the worker exits', async () => {
+  /** A started maintenance on a fresh file, on `clock`. */
+  function started(clock: Clock): Maintenance {
     temp = tempDb();
     db = openDatabase(temp.path, 'normal');
     const events = createEventBus();
     // Defaults only: maintenance reads its interval and retention, and nothing here writes settings.
     const overrides: OverridesStorage = { read: () => ({ overrides: '{}', version: 0 }), version: () => 0, atomically: (fn) => fn(), write: () => 0 };
-    const settings = createSettingsStore({ config: {}, storage: () => overrides, clock: systemClock, events });
-    maintenance = createMaintenance({ db, repo: createRepository(db), clock: systemClock, events, settings });
-    maintenance.start();
+    const settings = createSettingsStore({ config: {}, storage: () => overrides, clock, events });
+    const m = createMaintenance({ db, repo: createRepository(db), clock, events, settings });
+    m.start();
+    return m;
+  }
+
+  /** Pages after which the owner's own commits checkpoint (0: never). */
+  const autoCheckpoint = () => db!.sqlite.pragma('wal_autocheckpoint', { simple: true });
+
+  it('stops the owner’s automatic checkpoints as it starts the worker, not once the worker is ready, and restores them when the worker exits', async () => {
+    maintenance = started(systemClock);
     expect(autoCheckpoint()).toBe(1000);
     for (let i = 1; i < CHECKPOINT_AFTER_COMMITS; i++) maintenance.committed();
     expect(autoCheckpoint()).toBe(1000);
@@ -40,5 +47,20 @@ describe('maintenance', () => {
     await maintenance.close();
     maintenance = undefined;
     expect(autoCheckpoint()).toBe(1000);
+  });
+
+  it('turns the owner’s checkpoints back on while a worker takes longer than the grace to load, and off again once it is ready', async () => {
+    const clock = createManualClock();
+    maintenance = started(clock);
+    for (let i = 0; i < CHECKPOINT_AFTER_COMMITS; i++) maintenance.committed();
+    expect(autoCheckpoint()).toBe(0);
+    // The worker cannot be ready before this test yields; on this clock, the grace runs out now.
+    clock.advance(WORKER_LOAD_GRACE_MS - 1);
+    expect(autoCheckpoint()).toBe(0);
+    clock.advance(1);
+    expect(autoCheckpoint()).toBe(1000);
+    // A sweep runs in the worker, so it resolves only once the worker is ready.
+    await maintenance.sweep();
+    expect(autoCheckpoint()).toBe(0);
   });
 });
