@@ -112,7 +112,7 @@ interface Pending {
   mark: number;
   /**
    * True while every unfolded row is one this transaction inserted: none was unfolded at its first
-   * seq, and no trigger has folded since (the mark is still `mark`).
+   * seq, and no fold of other rows has moved the mark since (it is still `mark`).
    */
   clean: boolean;
   /** queue → rows this transaction inserted that are still unfolded; null for none. */
@@ -146,7 +146,6 @@ export function attachCounters(sqlite: Database.Database): Counters {
     `INSERT INTO counters (scope, name, n) SELECT '', 'arrivals:' || queue, count(*) FROM messages WHERE seq > ${MARK_SQL} AND state = 'pending'
        GROUP BY queue ON CONFLICT (scope, name) DO UPDATE SET n = n + excluded.n`,
   );
-  const readMark = sqlite.prepare(READ_MARK_SQL).pluck();
   const setMark = sqlite.prepare("INSERT INTO counters (scope, name, n) VALUES ('', 'last_seq', ?) ON CONFLICT (scope, name) DO UPDATE SET n = excluded.n");
   const fresh = (): Pending => ({
     deltas: new Map(),
@@ -213,19 +212,20 @@ export function attachCounters(sqlite: Database.Database): Counters {
   }
 
   /**
-   * The fold of this transaction's own new rows, done here rather than by the trigger. They are
-   * exactly what the trigger would count: pending rows, unchanged since their insert. So they go
-   * into this transaction's deltas and one small write moves the mark, where the trigger scans the
-   * unfolded rows twice: a batch folds without reading its rows back (sendBatch of 1,000 ran
-   * about 8% faster), and a send claimed in its own commit writes no pending count (+1 and −1
-   * cancel). If the trigger has folded since (the mark moved), it is left to fold the rest.
+   * The fold of this transaction's own new rows. They are exactly what a fold would count: pending
+   * rows, unchanged since their insert. So they go into this transaction's deltas and one small
+   * write moves the mark, where a fold in SQL scans the unfolded rows twice: a batch folds without
+   * reading its rows back (sendBatch of 1,000 ran about 8% faster), and a send claimed in its own
+   * commit writes no pending count (+1 and −1 cancel). If the mark moved since this transaction
+   * took it, or rows it did not insert lie above it, foldAll folds them in SQL instead.
    * The mark moves first: if that write fails, nothing was counted, and the rows stay unfolded.
-   * It moves to the newest row, as the trigger's does, not past it.
+   * It moves to the newest row, not past it.
    */
   function foldOwn(): boolean {
     const own = pending.own;
     if (own === null) return false;
-    if (!pending.clean || readMark.get() !== pending.mark) {
+    // The mark as this transaction knows it (seqs() follows every move it makes), not read again.
+    if (!pending.clean || seqs().mark !== pending.mark) {
       pending.own = null;
       pending.clean = false;
       return false;
