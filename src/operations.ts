@@ -5,7 +5,8 @@
  */
 import { statSync } from 'node:fs';
 import { browse, type BrowsePage, type BrowseQuery } from './browse.js';
-import { seqOf, type MessageRow, type RemovedRow, type Repository } from './db/repository.js';
+import { seqOf, type MessageRow, type Repository } from './db/repository.js';
+import type { RemovedRow } from './db/removal.js';
 import { COMMIT_BUCKETS_MS } from './runtime/committer.js';
 import type { HistoryEntry } from './runtime/history.js';
 import { runTransaction, sqliteCode } from './db/transaction.js';

@@ -1,107 +1,19 @@
-/** Opening the database: pragmas first (auto_vacuum must precede the first table), then migrations. */
-import { mkdirSync, realpathSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+/** Opening the database: a connection with its pragmas (connection.ts), then migrations and drizzle. */
+import type Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import * as schema from './schema.js';
 import { migrate } from './migrate.js';
-import { SpoolError } from '../errors.js';
+import { openConnection, type Connection } from './connection.js';
+
+export { BUSY_TIMEOUT_MS, realPath, type Durability } from './connection.js';
 
 /** An open database: the raw connection for prepared statements, drizzle for typed queries. */
-export interface DbHandle {
-  readonly sqlite: Database.Database;
+export interface DbHandle extends Connection {
   readonly orm: BetterSQLite3Database<typeof schema>;
-  /** The database's real path (symlinks and `..` resolved): what the lock file is named after. */
-  readonly path: string;
-  /** How commits reach the disk (another connection, e.g. the maintenance worker's, matches it). */
-  readonly durability: Durability;
-  /**
-   * False once the file at `path` is no longer the file this connection holds (deleted or
-   * replaced): commits then land in an unlinked file and would be lost at close. A stat, ~1 µs.
-   */
-  intact(): boolean;
-  close(): void;
 }
-
-/** How commits reach the disk. */
-export type Durability = 'normal' | 'full';
-
-/**
- * A short busy timeout keeps the event loop responsive when another connection holds the write
- * lock; the committer retries asynchronously instead of blocking for seconds.
- */
-export const BUSY_TIMEOUT_MS = 20;
 
 /** Opens (creating if needed) and migrates the database at `path`. */
-export function openDatabase(path: string, durability: Durability): DbHandle {
-  let sqlite: Database.Database;
-  let real: string;
-  try {
-    // `path: 'data/spool.db'` should just work on a fresh checkout.
-    mkdirSync(dirname(path), { recursive: true });
-    real = realPath(path);
-    sqlite = new Database(real);
-  } catch (cause) {
-    throw new SpoolError('STORAGE_ERROR', `Cannot open the database at ${path}: ${(cause as Error).message}`, { cause });
-  }
-  let identity: { dev: number; ino: number };
-  try {
-    const stat = statSync(real);
-    // SQLite names its -wal and -shm files after the path it was given: two names for one file
-    // would give two WALs, and writes through one would corrupt the other's view.
-    if (stat.nlink > 1) {
-      throw new SpoolError('HARD_LINKED', `The database ${real} has ${stat.nlink} hard links; SQLite's WAL files are named after the path, so a hard-linked database would be corrupted. Use one path (a symlink is fine)`, {
-        details: { path: real, links: stat.nlink },
-      });
-    }
-    identity = { dev: stat.dev, ino: stat.ino };
-  } catch (cause) {
-    sqlite.close();
-    if (cause instanceof SpoolError) throw cause;
-    throw new SpoolError('STORAGE_ERROR', `Cannot read the database file ${real}: ${(cause as Error).message}`, { cause });
-  }
-  try {
-    sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    // Only effective before the first table exists; later it needs a full VACUUM, which we avoid.
-    // Set only when not already so: setting it writes the header, which fails while another
-    // connection holds the write lock (SQLITE_BUSY at open).
-    if (sqlite.pragma('auto_vacuum', { simple: true }) !== 2) sqlite.pragma('auto_vacuum = INCREMENTAL');
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
-    // Bounds the WAL file left after a checkpoint, so a large purge's WAL does not linger.
-    sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
-    sqlite.pragma('temp_store = MEMORY');
-    migrate(sqlite);
-  } catch (cause) {
-    sqlite.close();
-    if (cause instanceof SpoolError) throw cause;
-    throw new SpoolError('STORAGE_ERROR', `Cannot prepare the database at ${path}: ${(cause as Error).message}`, { cause });
-  }
-  const orm = drizzle(sqlite, { schema });
-  return {
-    sqlite,
-    orm,
-    path: real,
-    durability,
-    intact() {
-      const now = statSync(real, { throwIfNoEntry: false });
-      return now !== undefined && now.dev === identity.dev && now.ino === identity.ino;
-    },
-    close: () => {
-      if (sqlite.open) sqlite.close();
-    },
-  };
-}
-
-/**
- * The real path of a database file: symlinks and `..` resolved, so every way of naming one file
- * gives one lock file. A file not yet created resolves through its directory.
- */
-export function realPath(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return join(realpathSync(resolve(dirname(path))), basename(path));
-  }
+export function openDatabase(path: string, durability: Connection['durability']): DbHandle {
+  const connection = openConnection(path, durability, (sqlite: Database.Database) => migrate(sqlite));
+  return { ...connection, orm: drizzle(connection.sqlite, { schema }) };
 }

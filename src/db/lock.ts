@@ -36,7 +36,7 @@ interface OwnerRow {
 }
 
 /**
- * Takes the owner lock of the database at `realPath` (already resolved, see client.ts), using
+ * Takes the owner lock of the database at `realPath` (already resolved, see connection.ts), using
  * `sqlite` (its open connection) for the owner row. Throws LOCKED if another live owner holds it,
  * or SQLITE_BUSY (raw) when the database's write lock is held: the caller retries that.
  */

@@ -5,13 +5,14 @@
  * from the injected clock. Every change to a message row records its count delta (counters.ts; a
  * new row is counted by the fold).
  */
-import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
 import { ARRIVALS_SQL, attachCounters, COUNTS_SQL, LIVE_COUNT_SQL } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
 import { runTransaction } from './transaction.js';
+import { createRemoval, type RemovedRow } from './removal.js';
 import { decodeTimeline, encodeEntry, type HistoryEntry, withSendEntry } from '../runtime/history.js';
 
 /** A row as the runtime reads it: the machine's context column by column. */
@@ -46,13 +47,6 @@ export interface MessageRow {
   scheduledFor: number | null;
   /** A FIFO message's deduplication id (SQS MessageDeduplicationId), or null. */
   dedupeId: string | null;
-}
-
-/** A deleted row, as announced by `message.removed`. */
-export interface RemovedRow {
-  id: string;
-  queue: string;
-  state: MessageState;
 }
 
 /** Everything a new row needs: the machine's initial context, and where the message goes. */
@@ -120,11 +114,6 @@ export interface StoredHistory {
   entries: HistoryEntry[];
   /** Set once the row was deleted: why, the state it was in, and its queue. */
   removed?: { reason: string; state: string; queue: string; createdAt: number; at: number };
-}
-
-/** The public id of a row. */
-export function idOf(seq: number, legacyId: string | null): string {
-  return legacyId ?? String(seq);
 }
 
 /** The seq an id names: a decimal id is the seq itself; anything else is a legacy UUID. */
@@ -246,13 +235,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const firstEntry = (row: NewMessage) =>
     !recording() ? null : row.context.attempt === 0 ? '' : encodeEntry(row.now, null, 'pending', row.context.attempt);
   const deltas = attachCounters(sqlite);
-  /**
-   * A group's next live message heads it; a pending one becomes claimable (an arrival for waiters).
-   * Its callers change a row of the group first, so the fold (beforeChange) has already run.
-   */
-  const promoteGroup = (queue: string, group: string) => {
-    if (promoteHead.run(queue, group).changes > 0) deltas.arrived(queue);
-  };
+  const removal = createRemoval(sqlite, deltas);
+  const { promoteGroup } = removal;
   const insert = sqlite.prepare(`${INSERT_SQL} VALUES ${newRowTuple(() => '?')} ${ON_LIVE_KEY}`);
   // A chunk of rows that differ only in seq and payload: the shared values are bound once, by
   // name (v<i>: value i of newRowValues), and each row adds its payload.
@@ -292,10 +276,6 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
        history = CASE WHEN ? IS NULL THEN history ELSE coalesce(history || ',', '') || ? END
      WHERE seq = ? AND state = ? AND lease_token IS ?`,
   );
-  const promoteHead = sqlite.prepare(
-    `UPDATE messages SET head = 1 WHERE head = 0 AND seq = (SELECT seq FROM messages WHERE queue = ? AND grp = ?
-       AND state IN ('pending', 'activating', 'processing') ORDER BY seq LIMIT 1)`,
-  );
   const expiredLeases = sqlite.prepare(
     `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at <= ?
        AND owner IS NOT NULL AND owner != '${ABANDONED}' ORDER BY lease_expires_at LIMIT ?`,
@@ -332,7 +312,6 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   );
   const rehead = { run: (queue: string, group: string) => reheadStatement.run({ queue, group }) };
   const arrivalsOf = sqlite.prepare(`SELECT ${ARRIVALS_SQL}`).pluck();
-  const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
   const statements = new Map<string, Database.Statement>();
   const abandon = sqlite.prepare(`UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
@@ -358,9 +337,6 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const historyOfRow = sqlite.prepare('SELECT history, created_at FROM messages WHERE seq = ?').raw();
   const archivedBySeq = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE seq = ?');
   const archivedById = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE id = ?');
-  const sweepHistory = sqlite.prepare(
-    'DELETE FROM message_history WHERE seq IN (SELECT seq FROM message_history WHERE finished_at < ? ORDER BY finished_at LIMIT ?)',
-  );
   /**
    * Copies the row `seq` (if it is still in `state` under `token`, and has a timeline) to the
    * history table, ended by `end`. Runs just before the row's fenced DELETE, in one transaction.
@@ -381,24 +357,6 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const counts = sqlite.prepare(COUNTS_SQL);
   const settingsRow = sqlite.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1');
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
-
-  /** Deletes the rows `select` picks (seqs), returning them, with their count deltas. */
-  // A deleted message's timeline goes with it (a purge must free its space): only a message that
-  // completes (its row deleted at done) keeps its timeline, in message_history (archiveRow).
-  function deleteReturning(seqs: number[], also?: SQL): RemovedRow[] {
-    if (seqs.length === 0) return [];
-    deltas.beforeChange();
-    const removed = orm
-      .delete(messages)
-      .where(also ? and(inArray(messages.seq, seqs), also) : inArray(messages.seq, seqs))
-      .returning({ seq: messages.seq, legacyId: messages.legacyId, queue: messages.queue, state: messages.state, grp: messages.grp })
-      .all();
-    return removed.map((r) => {
-      deltas.add(r.queue, r.state, -1);
-      if (r.grp !== null && LIVE.includes(r.state)) promoteGroup(r.queue, r.grp);
-      return { id: idOf(r.seq, r.legacyId), queue: r.queue, state: r.state };
-    });
-  }
 
   return {
     /** This connection's counters (shared with the other repositories on it). */
@@ -575,14 +533,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         removed: { reason: gone.reason, state: gone.state, queue: gone.queue, createdAt: gone.createdAt, at: gone.finishedAt },
       };
     },
-    /** Deletes up to `limit` history rows of messages gone before `before`; how many. */
-    sweepHistory(before: number, limit: number): number {
-      return sweepHistory.run(before, limit).changes;
-    },
-    /** Deletes the messages `seqs` that are pending, dead or done (never in flight); returns them. */
-    removeSettled(seqs: number[]): RemovedRow[] {
-      return deleteReturning(seqs, inArray(messages.state, ['pending', 'dead', 'done']));
-    },
+    sweepHistory: removal.sweepHistory,
+    removeSettled: removal.removeSettled,
     /** In-flight rows whose pull lease ran out by `now`, oldest deadline first. */
     expiredLeases(now: number, limit: number): MessageRow[] {
       return expiredLeases.all(now, limit) as MessageRow[];
@@ -676,28 +628,11 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         .limit(limit)
         .all()
         .map((r) => r.seq);
-      return deleteReturning(seqs);
+      return removal.removeSeqs(seqs);
     },
-    /** Up to `limit` rows of `queue` sent before `before`, in any state (retention). */
-    expiredSeqs(queue: string, before: number, limit: number): number[] {
-      return expiredSeqs.all(queue, before, limit) as number[];
-    },
-    /** Deletes those of `seqs` still in `queue` and sent before `before`; returns them. */
-    deleteExpired(seqs: number[], queue: string, before: number): RemovedRow[] {
-      return deleteReturning(seqs, and(eq(messages.queue, queue), sql`${messages.createdAt} < ${before}`));
-    },
-    /** Deletes up to `limit` rows in `state` finished before `before`; returns them. */
-    sweepBatch(state: 'done' | 'dead', before: number, limit: number): RemovedRow[] {
-      const seqs = orm
-        .select({ seq: messages.seq })
-        .from(messages)
-        .where(and(eq(messages.state, state), sql`${messages.finishedAt} IS NOT NULL`, sql`${messages.finishedAt} < ${before}`))
-        .orderBy(asc(messages.finishedAt))
-        .limit(limit)
-        .all()
-        .map((r) => r.seq);
-      return deleteReturning(seqs);
-    },
+    expiredSeqs: removal.expiredSeqs,
+    deleteExpired: removal.deleteExpired,
+    sweepBatch: removal.sweepBatch,
     /** The stored overrides document and its version (0 when none was ever written). */
     readOverrides(): { overrides: string; version: number } {
       return (settingsRow.get() as { overrides: string; version: number } | undefined) ?? { overrides: '{}', version: 0 };
@@ -719,23 +654,10 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         .get();
       return row.version;
     },
-    /** Pages on the freelist (reclaimable by incremental_vacuum). */
-    freePages(): number {
-      return sqlite.pragma('freelist_count', { simple: true }) as number;
-    },
-    /** Returns up to `pages` free pages to the OS. */
-    incrementalVacuum(pages: number): void {
-      sqlite.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
-    },
-    /** Copies what the WAL holds into the database without waiting on anyone; frames in the WAL, and copied. */
-    checkpointPassive(): { frames: number; copied: number } {
-      const [row] = sqlite.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
-      return { frames: row?.log ?? 0, copied: row?.checkpointed ?? 0 };
-    },
-    /** Checkpoints the WAL and truncates it. */
-    checkpointTruncate(): void {
-      sqlite.pragma('wal_checkpoint(TRUNCATE)');
-    },
+    freePages: removal.freePages,
+    incrementalVacuum: removal.incrementalVacuum,
+    checkpointPassive: removal.checkpointPassive,
+    checkpointTruncate: removal.checkpointTruncate,
   };
 }
 

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { Clock } from '../clock.js';
-import type { RemovedRow } from '../db/repository.js';
+import type { RemovedRow } from '../db/removal.js';
 import { SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { QUEUE_ATTRIBUTE_DEFAULTS, queueAttributesShape } from '../settings/schema.js';

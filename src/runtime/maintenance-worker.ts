@@ -21,8 +21,9 @@
  * message }` (a checkpoint failed).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openDatabase, type Durability } from '../db/client.js';
-import { createRepository } from '../db/repository.js';
+import { openConnection, type Durability } from '../db/connection.js';
+import { attachCounters } from '../db/counters.js';
+import { createRemoval } from '../db/removal.js';
 import { messageOf, SpoolError } from '../errors.js';
 import { toStorageError } from './committer.js';
 import { runSweep, type SweepPlan } from './sweep.js';
@@ -53,8 +54,10 @@ export type FromWorker =
 const port = parentPort;
 if (port) {
   const { path, durability } = workerData as MaintenanceWorkerData;
-  const db = openDatabase(path, durability);
-  const repo = createRepository(db);
+  // The owner migrated the file before it made this worker: a bare connection will do, and this
+  // thread then never loads drizzle-orm (see removal.ts).
+  const db = openConnection(path, durability);
+  const repo = createRemoval(db.sqlite, attachCounters(db.sqlite));
   let stopping = false;
   let checkpointTimer: NodeJS.Timeout | undefined;
   let reported = false;

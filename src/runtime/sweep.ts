@@ -6,7 +6,7 @@
  * pauses, which lets the worker hear a stop, and a writer on the main thread take the lock.
  */
 import type Database from 'better-sqlite3';
-import type { RemovedRow, Repository } from '../db/repository.js';
+import type { Removal, RemovedRow } from '../db/removal.js';
 import { isBusy, runTransaction } from '../db/transaction.js';
 
 /** Rows deleted per transaction: each holds the write lock, so small enough to keep it brief. */
@@ -21,6 +21,9 @@ export const VACUUM_STEP_PAGES = 128;
  */
 export const SWEEP_BUSY_TRIES = 40;
 const BUSY_PAUSE_MS = 5;
+
+/** The statements a sweep runs: the repository's on the owner's connection, or the worker's own. */
+export type SweepStore = Pick<Removal, 'sweepBatch' | 'expiredSeqs' | 'deleteExpired' | 'sweepHistory' | 'freePages' | 'incrementalVacuum' | 'checkpointPassive' | 'checkpointTruncate'>;
 
 /** What to sweep: rows finished before these times (epoch ms); null keeps that state forever. */
 export interface SweepPlan {
@@ -46,7 +49,7 @@ export interface SweepResult {
  * thread, whose commits wait in SQLite's busy handler meanwhile, always gets the lock next.
  */
 export async function runSweep(
-  repo: Repository,
+  repo: SweepStore,
   sqlite: Database.Database,
   plan: SweepPlan,
   io: {
