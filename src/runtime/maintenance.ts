@@ -60,6 +60,26 @@ export interface CommitGate {
   hold(): () => void;
 }
 
+/** Node flags that load code into every thread before its entry: an app's tsx, an APM agent. */
+const PRELOAD_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
+
+/**
+ * The worker's Node flags: the parent's, without its module preloads and loaders. The worker runs
+ * only Spool's own modules, compiled, or from sources through the tsx it registers itself
+ * (workerEntry). A thread inherits the parent's flags, and an app run as `node --import tsx`
+ * made the worker load tsx too: it reported ready in 175–218 ms instead of 86–93 ms.
+ * (NODE_OPTIONS reach every thread whatever this says.)
+ */
+export function workerExecArgv(parent: readonly string[] = process.execArgv): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < parent.length; i++) {
+    const flag = parent[i]!;
+    if (PRELOAD_FLAGS.has(flag)) i++; // and its value
+    else if (!PRELOAD_FLAGS.has(flag.split('=', 1)[0]!)) kept.push(flag);
+  }
+  return kept;
+}
+
 /**
  * Where the worker's code is: compiled JavaScript beside this file (the package), or, when Spool
  * runs from its TypeScript sources (tests, benchmarks), the .ts file loaded through tsx, which a
@@ -116,10 +136,10 @@ export function createMaintenance(deps: {
     ready ??= new Promise<boolean>((resolve) => {
       try {
         const data: MaintenanceWorkerData = { path: db.path, durability: db.durability };
-        const w = new Worker(workerEntry(), { workerData: data });
+        const w = new Worker(workerEntry(), { workerData: data, execArgv: workerExecArgv() });
         worker = w;
-        // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes 200-700 ms
-        // to load here, and in that window SQLite's automatic checkpoint (1,000 pages) stalled
+        // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100 ms
+        // to load here (more on a busy machine), and in that window SQLite's automatic checkpoint (1,000 pages) stalled
         // the commit that ran it for 15-25 ms. The WAL grows meanwhile, and the worker's first
         // pass copies it off this thread. If the worker fails, 'exit' turns them back on, and
         // so does WORKER_LOAD_GRACE_MS without 'ready'.

@@ -7,7 +7,7 @@ import { openDatabase, type DbHandle } from '../../../src/db/client.js';
 import { createRepository } from '../../../src/db/repository.js';
 import { createEventBus } from '../../../src/events.js';
 import { createManualClock } from '../../../src/manual-clock.js';
-import { CHECKPOINT_AFTER_COMMITS, createMaintenance, type Maintenance, WORKER_LOAD_GRACE_MS } from '../../../src/runtime/maintenance.js';
+import { CHECKPOINT_AFTER_COMMITS, createMaintenance, type Maintenance, WORKER_LOAD_GRACE_MS, workerExecArgv } from '../../../src/runtime/maintenance.js';
 import { createSettingsStore, type OverridesStorage } from '../../../src/settings/store.js';
 import { tempDb } from '../../helpers/temp-db.js';
 
@@ -79,5 +79,11 @@ describe('maintenance', () => {
     expect(packages).toContain('better-sqlite3');
     expect([...packages].filter((name) => name.startsWith('drizzle-orm'))).toEqual([]);
   });
-});
 
+  it('the worker keeps the parent’s Node flags but not its preloads and loaders', () => {
+    const parent = ['--import', 'tsx', '--max-old-space-size=512', '--require=./apm.cjs', '-r', 'dotenv/config', '--enable-source-maps',
+      '--loader', 'ts-node/esm', '--experimental-loader=./hooks.mjs', '--import=./otel.mjs', '--conditions', 'development'];
+    expect(workerExecArgv(parent)).toEqual(['--max-old-space-size=512', '--enable-source-maps', '--conditions', 'development']);
+    expect(workerExecArgv([])).toEqual([]);
+  });
+});
