@@ -60,24 +60,51 @@ export interface CommitGate {
   hold(): () => void;
 }
 
-/** Node flags that load code into every thread before its entry: an app's tsx, an APM agent. */
+/** Node flags that load code into every thread before its entry. */
 const PRELOAD_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
 
+/** TypeScript loaders, by package name or by a path into one (tsx, ts-node, @swc-node/register, esbuild-register). */
+const TYPESCRIPT_LOADER = /^(?:tsx|ts-node|@swc-node\/register|esbuild-register)(?:\/|$)|[\\/]node_modules[\\/](?:tsx|ts-node|@swc-node[\\/]register|esbuild-register)[\\/]/;
+
 /**
- * The worker's Node flags: the parent's, without its module preloads and loaders. The worker runs
- * only Spool's own modules, compiled, or from sources through the tsx it registers itself
- * (workerEntry). A thread inherits the parent's flags, and an app run as `node --import tsx`
- * made the worker load tsx too: it reported ready in 175–218 ms instead of 86–93 ms.
- * (NODE_OPTIONS reach every thread whatever this says.)
+ * The worker's Node flags: the parent's without TypeScript loaders, or undefined when it has none
+ * (the worker then inherits the parent's flags, as Node does by default). The worker runs Spool's
+ * compiled modules, or, from sources, registers tsx itself (workerEntry), so such a loader only
+ * costs it time: under `node --import tsx` it reported ready in 175–218 ms instead of 86–93 ms.
+ * Every other preload stays (an APM agent, Yarn PnP's resolution hooks, which the worker may need
+ * to find better-sqlite3). NODE_OPTIONS reach every thread whatever this says.
  */
-export function workerExecArgv(parent: readonly string[] = process.execArgv): string[] {
+export function workerExecArgv(parent: readonly string[] = process.execArgv): string[] | undefined {
   const kept: string[] = [];
   for (let i = 0; i < parent.length; i++) {
     const flag = parent[i]!;
-    if (PRELOAD_FLAGS.has(flag)) i++; // and its value
-    else if (!PRELOAD_FLAGS.has(flag.split('=', 1)[0]!)) kept.push(flag);
+    const [name, inline] = flag.startsWith('--') && flag.includes('=') ? [flag.slice(0, flag.indexOf('=')), flag.slice(flag.indexOf('=') + 1)] : [flag, undefined];
+    if (!PRELOAD_FLAGS.has(name)) kept.push(flag);
+    else if (inline !== undefined) {
+      if (!TYPESCRIPT_LOADER.test(inline)) kept.push(flag);
+    } else {
+      const value = parent[++i];
+      if (value !== undefined && !TYPESCRIPT_LOADER.test(value)) kept.push(flag, value);
+    }
   }
-  return kept;
+  return kept.length === parent.length ? undefined : kept;
+}
+
+/**
+ * Starts a worker thread on `entry` with workerExecArgv's flags. A Worker given its flags refuses
+ * the process-wide ones (`--max-old-space-size`, `--title`: ERR_WORKER_INVALID_EXEC_ARGV), which
+ * an inherited set may hold; then it starts with the inherited flags, TypeScript loader and all.
+ */
+export function startWorker(entry: URL, workerData: unknown, parent: readonly string[] = process.execArgv): Worker {
+  const execArgv = workerExecArgv(parent);
+  if (execArgv !== undefined) {
+    try {
+      return new Worker(entry, { workerData, execArgv });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw error;
+    }
+  }
+  return new Worker(entry, { workerData });
 }
 
 /**
@@ -136,7 +163,7 @@ export function createMaintenance(deps: {
     ready ??= new Promise<boolean>((resolve) => {
       try {
         const data: MaintenanceWorkerData = { path: db.path, durability: db.durability };
-        const w = new Worker(workerEntry(), { workerData: data, execArgv: workerExecArgv() });
+        const w = startWorker(workerEntry(), data);
         worker = w;
         // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100 ms
         // to load here (more on a busy machine), and in that window SQLite's automatic checkpoint (1,000 pages) stalled

@@ -7,7 +7,7 @@ import { openDatabase, type DbHandle } from '../../../src/db/client.js';
 import { createRepository } from '../../../src/db/repository.js';
 import { createEventBus } from '../../../src/events.js';
 import { createManualClock } from '../../../src/manual-clock.js';
-import { CHECKPOINT_AFTER_COMMITS, createMaintenance, type Maintenance, WORKER_LOAD_GRACE_MS, workerExecArgv } from '../../../src/runtime/maintenance.js';
+import { CHECKPOINT_AFTER_COMMITS, createMaintenance, type Maintenance, startWorker, WORKER_LOAD_GRACE_MS, workerExecArgv } from '../../../src/runtime/maintenance.js';
 import { createSettingsStore, type OverridesStorage } from '../../../src/settings/store.js';
 import { tempDb } from '../../helpers/temp-db.js';
 
@@ -80,10 +80,30 @@ describe('maintenance', () => {
     expect([...packages].filter((name) => name.startsWith('drizzle-orm'))).toEqual([]);
   });
 
-  it('the worker keeps the parent’s Node flags but not its preloads and loaders', () => {
-    const parent = ['--import', 'tsx', '--max-old-space-size=512', '--require=./apm.cjs', '-r', 'dotenv/config', '--enable-source-maps',
-      '--loader', 'ts-node/esm', '--experimental-loader=./hooks.mjs', '--import=./otel.mjs', '--conditions', 'development'];
-    expect(workerExecArgv(parent)).toEqual(['--max-old-space-size=512', '--enable-source-maps', '--conditions', 'development']);
-    expect(workerExecArgv([])).toEqual([]);
+  it('the worker keeps the parent’s Node flags and preloads, but not a TypeScript loader', () => {
+    const typescript = ['--import', 'tsx', '--import=tsx/esm', '--require', 'ts-node/register', '-r', '@swc-node/register', '--loader', 'ts-node/esm',
+      '--experimental-loader=/app/node_modules/tsx/dist/esm/index.mjs', '--require', 'esbuild-register'];
+    const kept = ['--max-old-space-size=512', '--require=./apm.cjs', '-r', 'dotenv/config', '--enable-source-maps', '--experimental-loader', './.pnp.loader.mjs',
+      '--import=./otel.mjs', '--import', 'tsxy', '--conditions', 'development'];
+    expect(workerExecArgv([...typescript.slice(0, 3), ...kept.slice(0, 5), ...typescript.slice(3), ...kept.slice(5)])).toEqual(kept);
+    expect(workerExecArgv(typescript)).toEqual([]);
+    // Nothing to drop: the worker inherits, as Node does by default.
+    expect(workerExecArgv(kept)).toBeUndefined();
+    expect(workerExecArgv([])).toBeUndefined();
+  });
+
+  it('starts the worker without a TypeScript loader, and with the inherited flags when the rest holds a process-wide one', async () => {
+    // A worker that reports the flags it was started with.
+    const entry = new URL(`data:text/javascript,${encodeURIComponent("import { parentPort } from 'node:worker_threads'; parentPort.postMessage(process.execArgv);")}`);
+    const flagsOf = (parent: string[]) =>
+      new Promise<string[]>((resolve, reject) => {
+        const worker = startWorker(entry, null, parent);
+        worker.once('message', (flags: string[]) => void worker.terminate().then(() => resolve(flags)));
+        worker.once('error', reject);
+      });
+    expect(await flagsOf(['--import', 'tsx', '--enable-source-maps'])).toEqual(['--enable-source-maps']);
+    // A Worker given its flags refuses --max-old-space-size (ERR_WORKER_INVALID_EXEC_ARGV): inherited instead.
+    expect(await flagsOf(['--import', 'tsx', '--max-old-space-size=100'])).toEqual(process.execArgv);
+    expect(await flagsOf([])).toEqual(process.execArgv);
   });
 });
