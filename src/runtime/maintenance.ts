@@ -41,6 +41,9 @@ export const DRAIN_HOLD_MAX_MS = 250;
  */
 export const WORKER_LOAD_GRACE_MS = 5_000;
 
+/** SQLite's own automatic checkpoint (its default, in WAL pages): the owner's, whenever no worker checkpoints. */
+const OWNER_AUTOCHECKPOINT_PAGES = 1000;
+
 /** The sweep's handle. */
 export interface Maintenance {
   /** Sweeps every `maintenance.intervalMs`; counts commits toward starting the worker. */
@@ -165,15 +168,15 @@ export function createMaintenance(deps: {
         const data: MaintenanceWorkerData = { path: db.path, durability: db.durability };
         const w = startWorker(workerEntry(), data);
         worker = w;
-        // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100 ms
-        // to load here (more on a busy machine), and in that window SQLite's automatic checkpoint (1,000 pages) stalled
-        // the commit that ran it for 15-25 ms. The WAL grows meanwhile, and the worker's first
-        // pass copies it off this thread. If the worker fails, 'exit' turns them back on, and
+        // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100
+        // ms to load here (more on a busy machine), and in that window SQLite's automatic
+        // checkpoint (1,000 pages) stalled the commit that ran it for 15-25 ms. The WAL grows
+        // meanwhile, and the worker's first pass copies it off this thread. If the worker fails, 'exit' turns them back on, and
         // so does WORKER_LOAD_GRACE_MS without 'ready'.
         autoCheckpoint(0);
         loadGuard = clock.setTimeout(() => {
           loadGuard = undefined;
-          autoCheckpoint(1000);
+          autoCheckpoint(OWNER_AUTOCHECKPOINT_PAGES);
         }, WORKER_LOAD_GRACE_MS);
         w.unref();
         w.on('message', (message: FromWorker) => onMessage(message, resolve));
@@ -186,7 +189,7 @@ export function createMaintenance(deps: {
           endLoadGuard();
           endDrain();
           // Back to SQLite's own checkpoints, and fail what the worker was doing.
-          if (db.sqlite.open) db.sqlite.pragma('wal_autocheckpoint = 1000');
+          if (db.sqlite.open) db.sqlite.pragma(`wal_autocheckpoint = ${OWNER_AUTOCHECKPOINT_PAGES}`);
           for (const [id, p] of waiting) {
             waiting.delete(id);
             p.reject(new SpoolError(closed ? 'CLOSED' : 'STORAGE_ERROR', closed ? 'The spool closed during the maintenance sweep' : 'The maintenance worker stopped during a sweep'));
