@@ -103,8 +103,8 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     const lease = owned;
     if (!lease) return;
     owned = undefined;
-    const ref = { id: lease.row.id, seq: lease.row.seq, token: lease.token };
-    const row = await (kind === 'end' ? engine.complete(ownedRef(lease)) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
+    const ref = ownedRef(lease);
+    const row = await (kind === 'end' ? engine.complete(ref) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
     // The lease ran out first and the message went back (maybe to another consumer): the caller's
     // work may run again, and must hear so rather than believe it ended the message.
     if (!row) throw new SpoolError('LEASE_EXPIRED', `Consumer ${id} no longer owns message ${lease.row.id}: its lease ran out and it was returned before this ${kind}`, { details: { id: lease.row.id } });

@@ -179,7 +179,7 @@ export function createPullEngine(deps: PullEngineDeps) {
    * `message.stale` says so).
    */
   function settle(
-    lease: { id: string; seq: number | undefined; token: string },
+    lease: LeaseRef,
     event: (row: MessageRow, state: MessageMachineState) => MessageEvent | 'complete',
   ): Promise<MessageRow | undefined> {
     return run((l, now, log) => settleIn(l, lease, event, now, log));
@@ -188,7 +188,7 @@ export function createPullEngine(deps: PullEngineDeps) {
   /** Inside a commit: settle()'s work. */
   function settleIn(
     l: Leaser,
-    lease: { id: string; seq: number | undefined; token: string },
+    lease: LeaseRef,
     event: (row: MessageRow, state: MessageMachineState) => MessageEvent | 'complete',
     now: number,
     log: Announcement[],

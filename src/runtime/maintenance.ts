@@ -81,10 +81,10 @@ export function workerExecArgv(parent: readonly string[] = process.execArgv): st
   const kept: string[] = [];
   for (let i = 0; i < parent.length; i++) {
     const flag = parent[i]!;
-    const [name, inline] = flag.startsWith('--') && flag.includes('=') ? [flag.slice(0, flag.indexOf('=')), flag.slice(flag.indexOf('=') + 1)] : [flag, undefined];
-    if (!PRELOAD_FLAGS.has(name)) kept.push(flag);
-    else if (inline !== undefined) {
-      if (!TYPESCRIPT_LOADER.test(inline)) kept.push(flag);
+    const eq = flag.startsWith('--') ? flag.indexOf('=') : -1;
+    if (!PRELOAD_FLAGS.has(eq > 0 ? flag.slice(0, eq) : flag)) kept.push(flag);
+    else if (eq > 0) {
+      if (!TYPESCRIPT_LOADER.test(flag.slice(eq + 1))) kept.push(flag);
     } else {
       const value = parent[++i];
       if (value !== undefined && !TYPESCRIPT_LOADER.test(value)) kept.push(flag, value);
@@ -171,8 +171,8 @@ export function createMaintenance(deps: {
         // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100
         // ms to load here (more on a busy machine), and in that window SQLite's automatic
         // checkpoint (1,000 pages) stalled the commit that ran it for 15-25 ms. The WAL grows
-        // meanwhile, and the worker's first pass copies it off this thread. If the worker fails, 'exit' turns them back on, and
-        // so does WORKER_LOAD_GRACE_MS without 'ready'.
+        // meanwhile, and the worker's first pass copies it off this thread. If the worker fails,
+        // 'exit' turns them back on, and so does WORKER_LOAD_GRACE_MS without 'ready'.
         autoCheckpoint(0);
         loadGuard = clock.setTimeout(() => {
           loadGuard = undefined;
