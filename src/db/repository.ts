@@ -12,7 +12,7 @@ import type { DbHandle } from './client.js';
 import { ARRIVALS_SQL, attachCounters, COUNTS_SQL, LIVE_COUNT_SQL } from './counters.js';
 import { messages, settingsOverrides } from './schema.js';
 import { runTransaction } from './transaction.js';
-import { createRemoval, type RemovedRow } from './removal.js';
+import { createRemoval, GROUP_LIVE, type RemovedRow } from './removal.js';
 import { decodeTimeline, encodeEntry, type HistoryEntry, withSendEntry } from '../runtime/history.js';
 
 /** A row as the runtime reads it: the machine's context column by column. */
@@ -246,7 +246,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     ).join(', ')}`,
   );
   const groupHeadOf = sqlite
-    .prepare(`SELECT seq FROM messages WHERE queue = ? AND grp = ? AND state IN ('pending', 'activating', 'processing') ORDER BY seq LIMIT 1`)
+    .prepare(`SELECT seq FROM messages WHERE queue = ? AND grp = ? AND ${GROUP_LIVE} ORDER BY seq LIMIT 1`)
     .pluck();
   const liveByKey = sqlite.prepare(
     `SELECT coalesce(legacy_id, CAST(seq AS TEXT)) FROM messages
@@ -269,13 +269,17 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     }
     return st;
   };
-  const write = sqlite.prepare(
+  const writeSql = (finishedAt: string) =>
     `UPDATE messages SET state = ?, failures = ?, attempt = ?, deliveries = ?, crashes = ?, visible_at = ?,
-       lease_expires_at = ?, last_error = ?, ready = ?, lease_token = ?, owner = ?, finished_at = ?, updated_at = ?,
+       lease_expires_at = ?, last_error = ?, ready = ?, lease_token = ?, owner = ?, ${finishedAt}updated_at = ?,
        first_delivered_at = coalesce(first_delivered_at, ?),
        history = CASE WHEN ? IS NULL THEN history ELSE coalesce(history || ',', '') || ? END
-     WHERE seq = ? AND state = ? AND lease_token IS ?`,
-  );
+     WHERE seq = ? AND state = ? AND lease_token IS ?`;
+  const write = sqlite.prepare(writeSql('finished_at = ?, '));
+  // A step between live states (the claim, a retry) leaves finished_at NULL, so it does not set it:
+  // SQLite then keeps the row's messages_group and messages_finished entries as they are, instead
+  // of deleting and inserting them again (the index's WHERE names finished_at; see GROUP_LIVE).
+  const writeLive = sqlite.prepare(writeSql(''));
   const expiredLeases = sqlite.prepare(
     `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at <= ?
        AND owner IS NOT NULL AND owner != '${ABANDONED}' ORDER BY lease_expires_at LIMIT ?`,
@@ -306,9 +310,9 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   // Named parameters, bound once each (better-sqlite3 refuses positional values for ?1/?2).
   const reheadStatement = sqlite.prepare(
     `UPDATE messages SET head = (seq = coalesce(
-         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND state IN ('activating', 'processing')),
-         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND state = 'pending')))
-       WHERE queue = @queue AND grp = @group AND state IN ('pending', 'activating', 'processing')`,
+         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND ${GROUP_LIVE} AND state IN ('activating', 'processing')),
+         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND ${GROUP_LIVE} AND state = 'pending')))
+       WHERE queue = @queue AND grp = @group AND ${GROUP_LIVE}`,
   );
   const rehead = { run: (queue: string, group: string) => reheadStatement.run({ queue, group }) };
   const arrivalsOf = sqlite.prepare(`SELECT ${ARRIVALS_SQL}`).pluck();
@@ -447,28 +451,17 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         : t.via === undefined
           ? encodeEntry(t.now, t.expectState, t.state, c.attempt, t.code)
           : `${encodeEntry(t.now, t.expectState, t.via, c.attempt)},${encodeEntry(t.now, t.via, t.state, c.attempt, t.code)}`;
-      const changed =
-        write.run(
-          t.state,
-          c.failures,
-          c.attempt,
-          c.deliveries,
-          c.crashes,
-          c.visibleAt,
-          c.leaseExpiresAt,
-          c.lastError === null ? null : JSON.stringify(c.lastError),
-          c.visibleAt <= t.now ? 1 : 0,
-          t.leaseToken,
-          t.owner,
-          done ? t.now : null,
-          t.now,
-          t.handedOut ? t.now : null,
-          entry,
-          entry,
-          t.seq,
-          t.expectState,
-          t.expectToken,
-        ).changes === 1;
+      const lastError = c.lastError === null ? null : JSON.stringify(c.lastError);
+      const ready = c.visibleAt <= t.now ? 1 : 0;
+      const firstDelivery = t.handedOut ? t.now : null;
+      const { seq, expectState, expectToken } = t;
+      const info =
+        done || expectState === 'dead' || expectState === 'done'
+          ? write.run(t.state, c.failures, c.attempt, c.deliveries, c.crashes, c.visibleAt, c.leaseExpiresAt, lastError, ready, t.leaseToken, t.owner,
+              done ? t.now : null, t.now, firstDelivery, entry, entry, seq, expectState, expectToken)
+          : writeLive.run(t.state, c.failures, c.attempt, c.deliveries, c.crashes, c.visibleAt, c.leaseExpiresAt, lastError, ready, t.leaseToken, t.owner,
+              t.now, firstDelivery, entry, entry, seq, expectState, expectToken);
+      const changed = info.changes === 1;
       if (changed && t.code !== undefined) deltas.failed(t.code);
       if (changed && t.state !== t.expectState) {
         deltas.add(t.queue, t.expectState, -1);

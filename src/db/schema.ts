@@ -106,10 +106,13 @@ export const messages = sqliteTable(
     index('messages_claim')
       .on(t.queue, sql`${t.priority} DESC`, t.visibleAt, t.seq)
       .where(sql`${t.state} = 'pending' AND ${t.ready} = 1 AND ${t.head} = 1`),
-    // A group's live messages in send order: the next head when the current one leaves.
+    // A group's live messages in send order: the next head when the current one leaves. Live is
+    // `finished_at IS NULL` (set exactly when a row becomes done or dead), not a test of `state`:
+    // SQLite rewrites a partial index's entry on every UPDATE that sets a column its WHERE names,
+    // and the claim sets `state` but leaves `finished_at` alone (migration 0006).
     index('messages_group')
       .on(t.queue, t.grp, t.seq)
-      .where(sql`${t.grp} IS NOT NULL AND ${t.state} IN ('pending', 'activating', 'processing')`),
+      .where(sql`${t.grp} IS NOT NULL AND ${t.finishedAt} IS NULL`),
     // Promotion of delayed rows and the nearest visible-at timer.
     index('messages_delayed').on(t.visibleAt).where(sql`${t.state} = 'pending' AND ${t.ready} = 0`),
     // In-flight rows: boot recovery, lease expiry.

@@ -7,10 +7,12 @@
  * A database at migration 0002 (`test/fixtures/schema-0002.db`, made by make-0002-db.ts at commit
  * fbfb3f7) gains messages.dedupe_id (0003) and the folded counts (0004; 0005 drops its triggers,
  * as the repository folds) at open, with its messages, leases, FIFO deduplication windows,
- * idempotency keys and dead letters intact, and its counts exact.
+ * idempotency keys and dead letters intact, and its counts exact; 0006 rebuilds the group index
+ * on finished_at, after giving any done or dead row without one its last update's time.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { messageMachine } from '../../src/index.js';
 import { countsBothWays } from '../helpers/counts.js';
@@ -90,6 +92,27 @@ const FIXTURE_0002 = new URL('../fixtures/schema-0002.db', import.meta.url);
 const ID_0002 = { inflight: '1', pending: '2', behind: '3', content: '4', dead: '5', keyed: '6', push: '7' };
 const MADE_AT = 1_796_090_000_000;
 
+describe('migration 0006 (the group index on finished_at)', () => {
+  it('gives a done or dead row without a finished_at its last update, so only live rows stay in the group index', async () => {
+    copyFileSync(FIXTURE, spools.path);
+    // As an older writer could have left them: finished rows without a finish time.
+    const raw = new Database(spools.path);
+    raw.prepare("UPDATE messages SET finished_at = NULL WHERE state IN ('done', 'dead')").run();
+    const before = raw.prepare("SELECT id, updated_at AS at FROM messages WHERE state IN ('done', 'dead') ORDER BY seq").all();
+    raw.close();
+    expect(before).toHaveLength(4);
+    const spool = spools.open({ clock: createTestClock(1_796_051_700_000) });
+    await spool.stats();
+    await spool.close();
+    const after = readDb(spools.path, (c) => ({
+      finished: c.prepare("SELECT id, finished_at AS at FROM messages WHERE state IN ('done', 'dead') ORDER BY seq").all(),
+      mismatched: c.prepare("SELECT count(*) FROM messages WHERE (finished_at IS NULL) != (state IN ('pending', 'activating', 'processing'))").pluck().get(),
+    }));
+    expect(after.finished).toEqual(before);
+    expect(after.mismatched).toBe(0);
+  });
+});
+
 describe('migrating a database at migration 0002', () => {
   const columns = () => readDb(spools.path, (c) => (c.prepare('PRAGMA table_xinfo(messages)').all() as { name: string }[]).map((col) => col.name));
   const applied = () => readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get());
@@ -109,7 +132,11 @@ describe('migrating a database at migration 0002', () => {
       'std-dlq': { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
       email: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
     });
-    expect(applied()).toBe(6);
+    expect(applied()).toBe(7);
+    // 0006: a group's live rows are those without a finished_at.
+    expect(readDb(spools.path, (c) => c.prepare("SELECT sql FROM sqlite_master WHERE name = 'messages_group'").pluck().get())).toMatch(
+      /WHERE "messages"\."grp" IS NOT NULL AND "messages"\."finished_at" IS NULL$/,
+    );
     expect(readDb(spools.path, (c) => c.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").pluck().all())).toEqual([]);
     expect(columns()).toContain('dedupe_id');
     // Rows stored before 0003 have no deduplication id: the column is added empty.

@@ -129,8 +129,10 @@ describe('checker', () => {
     expect(summary.lost, details.join('\n')).toBe(1);
     expect(summary.phantom, details.join('\n')).toBe(1);
     expect(summary.stuck, details.join('\n')).toBe(1);
-    // Both sides of the moved row disagree with their counts: done is one short, pending one over.
-    expect(summary.violations.I8, details.join('\n')).toBe(2);
+    // Both sides of the moved row disagree with their counts (done is one short, pending one over),
+    // and the row is pending with a finished_at, which would hide it from its group's index.
+    expect(summary.violations.I8, details.join('\n')).toBe(3);
+    expect(details.join('\n')).toMatch(new RegExp(`${done}: state=pending finished_at=\\d+`));
     expect(summary.violations.I9, details.join('\n')).toBe(2);
     expect(summary.ok).toBe(false);
     cleanup();

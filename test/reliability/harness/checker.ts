@@ -13,7 +13,8 @@
  * - I6 integrity_check is ok after every child exit; I7 every logged done/dead event is on disk
  *   when the child dies; I8 the store agrees with itself after every child exit: the per-queue,
  *   per-state counts in `counters` equal the rows (they are kept by deltas in the same
- *   transactions), and every snapshot reads back with its row's state and counts.
+ *   transactions), every snapshot reads back with its row's state and counts, and a row has a
+ *   finished_at exactly when it is done or dead.
  * - I9 schedules: every tick of the harness's schedule from the first sent to the last was sent
  *   exactly once: one message id per tick (handler starts and rows together), on the schedule's
  *   grid (anchor + k × everyMs), with no tick missing in between.
@@ -135,7 +136,16 @@ export function storeHealth(db: Database.Database): { integrity: string; i8: str
       )
       .all() as { queue: string; state: string; counted: number; rows: number }[]
   ).map((r) => `counters say ${r.counted} ${r.state} in ${r.queue}, the table holds ${r.rows}`);
-  const i8 = [...snapshotMismatch, ...countMismatch];
+  // A row is live exactly while finished_at is NULL: the messages_group index relies on it.
+  const finishedMismatch = (
+    db
+      .prepare(
+        `SELECT id, state, finished_at AS finishedAt FROM messages
+         WHERE (finished_at IS NULL) != (state IN ('pending', 'activating', 'processing'))`,
+      )
+      .all() as { id: string; state: string; finishedAt: number | null }[]
+  ).map((r) => `${r.id}: state=${r.state} finished_at=${r.finishedAt}`);
+  const i8 = [...snapshotMismatch, ...countMismatch, ...finishedMismatch];
   return { integrity, i8 };
 }
 
