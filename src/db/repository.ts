@@ -277,8 +277,8 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
      WHERE seq = ? AND state = ? AND lease_token IS ?`;
   const write = sqlite.prepare(writeSql('finished_at = ?, '));
   // A step between live states (the claim, a retry) leaves finished_at NULL, so it does not set it:
-  // SQLite then keeps the row's messages_group and messages_finished entries as they are, instead
-  // of deleting and inserting them again (the index's WHERE names finished_at; see GROUP_LIVE).
+  // SQLite then leaves the row's messages_group entry alone, instead of deleting and inserting it
+  // again (that index's WHERE names finished_at; see GROUP_LIVE).
   const writeLive = sqlite.prepare(writeSql(''));
   const expiredLeases = sqlite.prepare(
     `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at <= ?
