@@ -24,10 +24,11 @@ export function idOf(seq: number, legacyId: string | null): string {
 const LIVE: readonly MessageState[] = ['pending', 'activating', 'processing'];
 
 /**
- * A grouped row is live (pending or in flight) exactly while its finished_at is NULL: the test the
- * messages_group index is built on, which a query must name for SQLite to use that index.
+ * A row is live (pending or in flight) exactly while its finished_at is NULL: the test the
+ * messages_group and messages_dedupe indexes are built on, which a query (or an upsert's conflict
+ * target) must name for SQLite to use them. Unlike a test of `state`, the claim does not set it.
  */
-export const GROUP_LIVE = 'finished_at IS NULL';
+export const LIVE_ROW = 'finished_at IS NULL';
 
 /** The rows of a seq list (a JSON array bound as one value): one statement for any batch size. */
 const DELETE_SEQS = 'DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))';
@@ -37,7 +38,7 @@ const RETURNING = 'RETURNING seq, legacy_id AS legacyId, queue, state, grp';
 export function createRemoval(sqlite: Database.Database, deltas: Counters) {
   const promoteHead = sqlite.prepare(
     `UPDATE messages SET head = 1 WHERE head = 0 AND seq = (SELECT seq FROM messages WHERE queue = ? AND grp = ?
-       AND ${GROUP_LIVE} ORDER BY seq LIMIT 1)`,
+       AND ${LIVE_ROW} ORDER BY seq LIMIT 1)`,
   );
   const deleteSeqs = sqlite.prepare(`${DELETE_SEQS} ${RETURNING}`);
   const deleteSettled = sqlite.prepare(`${DELETE_SEQS} AND state IN ('pending', 'dead', 'done') ${RETURNING}`);

@@ -119,10 +119,11 @@ export const messages = sqliteTable(
     index('messages_inflight')
       .on(t.leaseExpiresAt)
       .where(sql`${t.state} IN ('activating', 'processing')`),
-    // Dedup: a key is taken only while its message is pending or in flight.
+    // Dedup: a key is taken only while its message is pending or in flight (finished_at IS NULL,
+    // as for messages_group: the claim does not rewrite the entry; migration 0007).
     uniqueIndex('messages_dedupe')
       .on(t.queue, t.dedupeKey)
-      .where(sql`${t.dedupeKey} IS NOT NULL AND ${t.state} IN ('pending', 'activating', 'processing')`),
+      .where(sql`${t.dedupeKey} IS NOT NULL AND ${t.finishedAt} IS NULL`),
     // Dead-letter listing and retention sweeps (done/dead rows only: not on the hot path).
     index('messages_finished').on(t.state, t.finishedAt).where(sql`${t.finishedAt} IS NOT NULL`),
   ],

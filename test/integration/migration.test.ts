@@ -8,7 +8,8 @@
  * fbfb3f7) gains messages.dedupe_id (0003) and the folded counts (0004; 0005 drops its triggers,
  * as the repository folds) at open, with its messages, leases, FIFO deduplication windows,
  * idempotency keys and dead letters intact, and its counts exact; 0006 rebuilds the group index
- * on finished_at, after giving any done or dead row without one its last update's time.
+ * on finished_at, after giving any done or dead row without one its last update's time, and 0007
+ * the index of live keys.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync } from 'node:fs';
@@ -132,10 +133,14 @@ describe('migrating a database at migration 0002', () => {
       'std-dlq': { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
       email: { pending: 1, activating: 0, processing: 0, dead: 0, done: 0 },
     });
-    expect(applied()).toBe(7);
+    expect(applied()).toBe(8);
     // 0006: a group's live rows are those without a finished_at.
     expect(readDb(spools.path, (c) => c.prepare("SELECT sql FROM sqlite_master WHERE name = 'messages_group'").pluck().get())).toMatch(
       /WHERE "messages"\."grp" IS NOT NULL AND "messages"\."finished_at" IS NULL$/,
+    );
+    // 0007: so is a key's hold.
+    expect(readDb(spools.path, (c) => c.prepare("SELECT sql FROM sqlite_master WHERE name = 'messages_dedupe'").pluck().get())).toMatch(
+      /WHERE "messages"\."dedupe_key" IS NOT NULL AND "messages"\."finished_at" IS NULL$/,
     );
     expect(readDb(spools.path, (c) => c.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").pluck().all())).toEqual([]);
     expect(columns()).toContain('dedupe_id');
