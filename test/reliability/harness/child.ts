@@ -114,7 +114,7 @@ async function main(o: ChildOptions) {
     if (process.ppid !== parent) process.exit(5);
   }, 500).unref();
 
-  const spool = createSpool({ path: dbPath, config: workloadConfig(o.keepDone) });
+  const spool = createSpool({ path: dbPath, config: workloadConfig(o.keepDone, o.stall) });
   /** Ids whose handler started in this process: their transitions are settles, not recovery. */
   const startedHere = new Set<string>();
   spool.events$.subscribe((e) => {

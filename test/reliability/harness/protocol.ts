@@ -119,8 +119,13 @@ export const FAR_DELAY_MS = 3_600_000;
 /** Max attempts per message (poison messages reach dead after this many). */
 export const MAX_ATTEMPTS = 5;
 
-/** The spool config of every child. `keepDone` keeps done rows as history instead of deleting them. */
-export function workloadConfig(keepDone: boolean) {
+/**
+ * The spool config of every child. `keepDone` keeps done rows as history instead of deleting them.
+ * `stall` (handlers that never settle) drops the report queue's timeout: it would put a stalled
+ * row back to pending after 100 ms, so a slow child could reach its Nth handler start with fewer
+ * than N rows in flight.
+ */
+export function workloadConfig(keepDone: boolean, stall = false) {
   return {
     executor: { concurrency: 4 },
     processor: { pollIntervalMs: 100, batchSize: 50 },
@@ -133,7 +138,7 @@ export function workloadConfig(keepDone: boolean) {
     },
     queues: {
       image: { executor: { concurrency: 3 } },
-      report: { executor: { concurrency: 2 }, timeoutMs: REPORT_TIMEOUT_MS },
+      report: { executor: { concurrency: 2 }, ...(stall ? {} : { timeoutMs: REPORT_TIMEOUT_MS }) },
     },
     retention: { doneMs: keepDone ? 86_400_000 : 0 },
     // Frequent sweeps, so kills also land in retention deletes, incremental vacuum and checkpoints.
