@@ -136,7 +136,7 @@ export function storeHealth(db: Database.Database): { integrity: string; i8: str
       )
       .all() as { queue: string; state: string; counted: number; rows: number }[]
   ).map((r) => `counters say ${r.counted} ${r.state} in ${r.queue}, the table holds ${r.rows}`);
-  // A row is live exactly while finished_at is NULL: the messages_group index relies on it.
+  // A row is live exactly while finished_at is NULL: messages_group and messages_dedupe rely on it.
   const finishedMismatch = (
     db
       .prepare(
