@@ -12,7 +12,8 @@ import { monotonicNow } from '../clock.js';
 import type { MessageRow } from '../db/repository.js';
 import { policyFor } from '../settings/schema.js';
 import type { ControlGate } from './control.js';
-import { deadLetter, rowState, scheduledFields, transitionRow } from './message-codec.js';
+import { rowState, scheduledFields, transitionRow } from './message-codec.js';
+import { deadLetterCorrupt } from './transitions.js';
 import type { Pools } from './pools.js';
 import type { QueueTracker } from './queues.js';
 import type { ClaimResult, Inflight, SupervisorDeps } from './types.js';
@@ -235,12 +236,9 @@ export function createClaimer(
 
   /** A row whose state or payload cannot be read goes to dead with CORRUPT_ROW. */
   function corrupt(row: MessageRow, cause: unknown, now: number, result: ClaimResult | null): boolean {
-    const error: StoredError = { code: 'CORRUPT_ROW', message: `Unreadable row: ${(cause as Error).message}` };
-    // The stored state is unusable, so the machine replays a fresh one to dead.
-    const dead = deadLetter(row.visibleAt, now, error);
-    const ok = repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now));
-    if (ok && result) result.dispositions.push({ row, to: 'dead', attempt: dead.context.attempt, error });
-    return ok;
+    const done = deadLetterCorrupt(repo, row, cause, now);
+    if (done && result) result.dispositions.push({ row, to: 'dead', attempt: done.dead.context.attempt, error: done.error });
+    return done !== undefined;
   }
 
   return { plan, claim, corrupt, knowDelayed, refreshDelayed };

@@ -23,7 +23,7 @@ import type { SettingsRuntime } from '../settings/store.js';
 import type { CompiledWhere } from '../pull/where.js';
 import type { ControlGate } from './control.js';
 import { rowState, transitionRow } from './message-codec.js';
-import { applyTransition, type Announcement } from './transitions.js';
+import { applyTransition, deadLetterCorrupt, type Announcement } from './transitions.js';
 
 /** The `owner` of a pull lease: who holds it. */
 export function pullOwner(consumerId: string): string {
@@ -92,12 +92,23 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
       let state: MessageMachineState;
       try {
         state = rowState(row);
-      } catch {
-        continue; // A corrupt row is the claim's and recovery's to dead-letter.
+      } catch (error) {
+        // Skipped, it would come back first in every later call and hold up the leases behind it.
+        if (corrupt(row, error, now, log)) expired += 1;
+        continue;
       }
       if (applyTransition(repo, row, state, row.leaseToken, expiryEvent(row, state, now), now, log, directory.dlqOf)) expired += 1;
     }
     return expired;
+  }
+
+  /** An unreadable row goes to dead with CORRUPT_ROW (message.error says so); false when it moved on. */
+  function corrupt(row: MessageRow, cause: unknown, now: number, log: Announcement[]): boolean {
+    const done = deadLetterCorrupt(repo, row, cause, now);
+    if (!done) return false;
+    log.push({ kind: 'error', id: row.id, queue: row.queue, error: done.error });
+    log.push({ kind: 'state', id: row.id, queue: row.queue, from: row.state, to: 'dead', attempt: done.dead.context.attempt });
+    return true;
   }
 
   function candidates(queue: string, limit: number, where: CompiledWhere | undefined): MessageRow[] {
@@ -132,7 +143,8 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
         // dead-letter queue: the next query then finds the ones behind it (a FIFO group's next
         // head among them), so one receive hands them out. Each move takes a row out of the
         // queue, so this ends. (A row taken by another consumer meanwhile waits for the next call.)
-        if ((rows.length < want && moved === 0) || out.length === req.max) break;
+        // Rows neither taken nor moved would come back to the next query: stop there too.
+        if (((rows.length < want || took === 0) && moved === 0) || out.length === req.max) break;
       }
       if (out.length === req.max) break;
     }
@@ -146,8 +158,10 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     try {
       pending = rowState(row);
       payload = JSON.parse(row.payload);
-    } catch {
-      return undefined; // Unreadable: the push claim or boot recovery dead-letters it.
+    } catch (error) {
+      // Unreadable: to dead, as the push claim does. Left pending, it would head its queue for
+      // every later call (no push consumer may ever claim an SQS queue's rows).
+      return corrupt(row, error, now, log) ? MOVED : undefined;
     }
     const activating = machine.step(pending, { type: 'CLAIM', at: now });
     const redrive = directory.attributes(row.queue).deadLetter;

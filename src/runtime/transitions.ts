@@ -7,7 +7,7 @@ import { compiledMessageMachine as machine, type MessageMachineState } from '../
 import type { MessageEvent, MessageState, StoredError } from '../../machines/message.machine.js';
 import type { MessageRow, Repository } from '../db/repository.js';
 import type { EventBus } from '../events.js';
-import { transitionRow } from './message-codec.js';
+import { deadLetter, transitionRow } from './message-codec.js';
 
 /** One committed change to announce. */
 export type Announcement =
@@ -62,4 +62,16 @@ export function applyTransition(
   repo.move({ seq: row.seq, queue: row.queue, state: 'pending', grp: row.grp }, dlq, row.queue, now);
   log.push({ kind: 'state', id: row.id, queue: dlq, from: 'dead', to: 'pending', attempt: revived.context.attempt });
   return revived;
+}
+
+/**
+ * Sends a row whose state or payload cannot be read to dead with CORRUPT_ROW, fenced on the row as
+ * read (its stored state is unusable, so the machine replays a fresh one to dead). Returns the
+ * error and the dead state, or undefined when the row had moved on.
+ */
+export function deadLetterCorrupt(repo: Repository, row: MessageRow, cause: unknown, now: number): { error: StoredError; dead: MessageMachineState } | undefined {
+  const error: StoredError = { code: 'CORRUPT_ROW', message: `Unreadable row: ${(cause as Error).message}` };
+  const dead = deadLetter(row.visibleAt, now, error);
+  const ok = repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now));
+  return ok ? { error, dead } : undefined;
 }

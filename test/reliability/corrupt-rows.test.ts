@@ -1,7 +1,8 @@
 /**
  * Corrupt rows: a payload or a context column hand-edited into something Spool cannot read,
  * through a second connection, goes to dead with CORRUPT_ROW (a message.error event says so) while every
- * other message flows on. Covered at claim (pending rows) and at boot recovery (in-flight rows).
+ * other message flows on. Covered at claim (pending rows), at boot recovery (in-flight rows), and
+ * where pull consumers and SQS receives meet them (pending rows, and leases that ran out).
  */
 import { describe, expect, it } from 'vitest';
 import type { MessageErrorEvent, SpoolEvent } from '../../src/index.js';
@@ -114,5 +115,46 @@ describe('corrupt rows', () => {
     expect(handled.sort()).toEqual([...healthy].sort());
     for (const id of healthy) expect(await second.get(id)).toBeUndefined();
     expect(editor1.integrity()).toBe('ok');
+  });
+
+  it('sends unreadable pending rows that pull consumers and receives meet to dead, and hands out the rest', async () => {
+    const spool = spools.open();
+    await spool.queues.create('sqs');
+    const ids = await spool.sendBatch('sqs', [{ n: 0 }, { n: 1 }, { n: 2 }, { n: 3 }]);
+    const owned = await spool.sendBatch('jobs', [{ n: 0 }, { n: 1 }]);
+    const editor1 = edit();
+    // At the head of each queue: before this fix, every later call found the same row first and
+    // leased nothing, in a loop that never returned.
+    editor1.set(ids[0]!, 'payload', '{"to": ');
+    editor1.set(ids[1]!, 'failures', 'x');
+    editor1.set(owned[0]!, 'payload', '');
+    const errors = nextEvents(spool.events$, (e) => e.type === 'message.error', 3);
+
+    const received = await spool.receive('sqs', { max: 10 });
+    expect(received.map((m) => m.body)).toEqual([{ n: 2 }, { n: 3 }]);
+    const consumer = spool.consumer();
+    expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.payload).toEqual({ n: 1 });
+    await consumer.close();
+
+    expect(((await errors) as MessageErrorEvent[]).map((e) => [e.id, e.code]).sort()).toEqual([ids[0], ids[1], owned[0]].map((id) => [id, 'CORRUPT_ROW']).sort());
+    for (const id of [ids[0]!, ids[1]!, owned[0]!]) {
+      expect(await spool.get(id)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+      expect(JSON.parse(editor1.row(id)!.snapshot).value).toBe('dead');
+    }
+    expect(editor1.integrity()).toBe('ok');
+  });
+
+  it('sends a leased row whose lease ran out and whose state is unreadable to dead, and expires the leases behind it', async () => {
+    const spool = spools.open();
+    await spool.queues.create('sqs');
+    const [victim, healthy] = await spool.sendBatch('sqs', [{ n: 0 }, { n: 1 }]);
+    expect(await spool.receive('sqs', { max: 2, visibilityTimeoutMs: 1 })).toHaveLength(2);
+    edit().set(victim!, 'attempt', -1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const error = nextEvent(spool.events$, (e) => e.type === 'message.error');
+    // The next receive returns the expired leases first: the healthy one comes back, the corrupt one goes to dead.
+    expect((await spool.receive('sqs', { max: 10 })).map((m) => m.id)).toEqual([healthy]);
+    expect(await error).toMatchObject({ id: victim, code: 'CORRUPT_ROW' });
+    expect(await spool.get(victim!)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
   });
 });
