@@ -47,12 +47,30 @@ export interface PullEngineDeps {
   gate(): ControlGate | undefined;
 }
 
+/** Work that runs in a lease attempt's commit, before it. */
+type First = (l: Leaser, now: number, log: Announcement[]) => void;
+
+/** What one lease attempt got, and when to look again if nothing. */
+interface Attempt {
+  leased: Leased[];
+  nextAt: number | null;
+}
+
+/** A lease attempt waiting for its commit; the first of a pass holds the pass's results. */
+interface Joiner {
+  req: LeaseRequest;
+  first: First | undefined;
+  results?: Promise<Attempt[]>;
+}
+
 /** Creates the pull engine (nothing opened until first use). */
 export function createPullEngine(deps: PullEngineDeps) {
   const { storage, settings, directory, bus, clock } = deps;
   let leaser: Leaser | undefined;
   let room: WaitRoom | undefined;
   let closed = false;
+  /** Lease attempts that will share the next commit's pass, by their queue list. */
+  const joining = new Map<string, Joiner[]>();
 
   function waitRoom(): WaitRoom {
     const { db, repo } = storage.open();
@@ -120,7 +138,7 @@ export function createPullEngine(deps: PullEngineDeps) {
    */
   async function lease(
     req: LeaseRequest,
-    options: { until: number | null; signal?: AbortSignal; first?: (l: Leaser, now: number, log: Announcement[]) => void },
+    options: { until: number | null; signal?: AbortSignal; first?: First },
   ): Promise<Leased[]> {
     const deadline = options.until;
     const queues = new Set(req.queues);
@@ -137,12 +155,7 @@ export function createPullEngine(deps: PullEngineDeps) {
       waitRoom().prime(queues);
       const before = first;
       first = undefined;
-      const gate = deps.gate();
-      const { leased, nextAt } = await run((l, now, log) => {
-        before?.(l, now, log);
-        const taken = l.lease(gate ? { ...req, gate } : req, now, log);
-        return { leased: taken, nextAt: taken.length ? null : nextEventAt(req.queues) };
-      });
+      const { leased, nextAt } = await attempt(req, before);
       if (options.signal?.aborted && leased.length) {
         await giveBack(leased);
         return [];
@@ -155,6 +168,46 @@ export function createPullEngine(deps: PullEngineDeps) {
       const until = deadline === null ? nextAt : nextAt === null ? deadline : Math.min(deadline, nextAt);
       await waitRoom().wait(queues, until, options.signal, seen);
     }
+  }
+
+  /**
+   * One lease attempt in the next group commit. Attempts on the same queues (and no `where`)
+   * queued before that commit runs join one pass: each runs its `first`, then the due times are
+   * read once and each candidate query serves them all, in the order they came. A loop of 8
+   * consumers so costs one candidate query per commit, not 8, as the push claim does. A pass that
+   * fails fails each of its attempts.
+   */
+  function attempt(req: LeaseRequest, first: First | undefined): Promise<Attempt> {
+    if (req.where) return pass([{ req, first }]).then(([one]) => one!);
+    const key = req.queues.join('\n');
+    const member: Joiner = { req, first };
+    const members = joining.get(key);
+    if (members) {
+      members.push(member);
+    } else {
+      const group = [member];
+      joining.set(key, group);
+      // Once the pass runs (or fails without running), later attempts start the next one.
+      const close = () => {
+        if (joining.get(key) === group) joining.delete(key);
+      };
+      member.results = pass(group, close).finally(close);
+    }
+    const leader = members?.[0] ?? member;
+    const index = members ? members.length - 1 : 0;
+    return leader.results!.then((results) => results[index]!);
+  }
+
+  /** Runs the attempts of one pass in one commit item: their `first`s, then one lease for all. */
+  function pass(group: Joiner[], running?: () => void): Promise<Attempt[]> {
+    return run((l, now, log) => {
+      running?.();
+      for (const m of group) m.first?.(l, now, log);
+      const gate = deps.gate();
+      const taken = l.lease(group.map((m) => (gate ? { ...m.req, gate } : m.req)), now, log);
+      const nextAt = taken.some((leased) => leased.length === 0) ? nextEventAt(group[0]!.req.queues) : null;
+      return taken.map((leased) => ({ leased, nextAt: leased.length ? null : nextAt }));
+    });
   }
 
   /** The nearest time a message of `queues` may become claimable by itself (a delay, a lease). */

@@ -1,10 +1,12 @@
 /**
  * Q4M-shaped pull consumers (issue 12 §2): owner mode, end and abort, implicit end on the next
  * wait, lease expiry then redelivery then dead-letter, extend, where filters, queue preference
- * order, close, the async iterator, and push and pull competing for one queue.
+ * order, close, the async iterator, push and pull competing for one queue, and the waits of one
+ * commit sharing one lease pass.
  */
 import { createHash } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isSpoolError, type SpoolEvent } from '../../src/index.js';
 import { rejection } from '../helpers/errors.js';
 import { nextEvent } from '../helpers/events.js';
@@ -13,6 +15,24 @@ import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
 const spools = useTempSpools();
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** How many candidate queries (the lease's and the claim's) this process runs from here on. */
+function countCandidateQueries(): { n: number } {
+  const count = { n: 0 };
+  const probe = new Database(':memory:');
+  const proto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as { all(...args: unknown[]): unknown[] };
+  probe.close();
+  const all = proto.all;
+  vi.spyOn(proto, 'all').mockImplementation(function (this: { source: string }, ...args: unknown[]) {
+    if (/ORDER BY priority DESC, visible_at, seq/.test(this.source)) count.n += 1;
+    return all.apply(this, args);
+  });
+  return count;
+}
 
 describe('owner-mode consumers', () => {
   it('waits, owns one message, and end() completes it; wait() again ends the previous one first', async () => {
@@ -314,5 +334,53 @@ describe('owner-mode consumers', () => {
     }
     expect(() => spool.consumer({ id: 'a b' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(isSpoolError(await rejection(consumer.extend(10)), 'MESSAGE_NOT_INFLIGHT')).toBe(true);
+  });
+});
+
+describe('waits of one commit', () => {
+  it('share one lease pass: each consumer owns a different message, in the order they called, from one candidate query', async () => {
+    const spool = spools.open();
+    const ids = await spool.sendBatch('jobs', Array.from({ length: 10 }, (_, n) => ({ n })));
+    const consumers = Array.from({ length: 8 }, () => spool.consumer());
+    const queries = countCandidateQueries();
+    const commits = spool.telemetry().commit.count;
+    const got = await Promise.all(consumers.map((c) => c.wait('jobs', { timeoutMs: 0 })));
+    expect(got.map((m) => m?.id)).toEqual(ids.slice(0, 8));
+    expect(spool.telemetry().commit.count - commits).toBe(1);
+    expect(queries.n).toBe(1);
+    // Each consumer's next wait ends what it owns in the same pass, before the lease.
+    const again = await Promise.all(consumers.map((c) => c.wait('jobs', { timeoutMs: 0 })));
+    expect(again.map((m) => m?.id ?? null)).toEqual([...ids.slice(8), ...Array(6).fill(null)]);
+    for (const id of ids.slice(0, 8)) expect(await spool.get(id!)).toBeUndefined();
+    await Promise.all(consumers.map((c) => c.close()));
+  });
+
+  it('a wait with where, or on other queues, takes a pass of its own', async () => {
+    const spool = spools.open();
+    await spool.sendBatch('jobs', [{ n: 0, kind: 'a' }, { n: 1, kind: 'b' }]);
+    await spool.send('other', { n: 2 });
+    const queries = countCandidateQueries();
+    const [plain, filtered, other] = await Promise.all([
+      spool.consumer().wait('jobs', { timeoutMs: 0 }),
+      spool.consumer().wait('jobs', { timeoutMs: 0, where: { kind: 'b' } }),
+      spool.consumer().wait(['other', 'jobs'], { timeoutMs: 0 }),
+    ]);
+    expect([plain?.payload, filtered?.payload, other?.payload]).toEqual([{ n: 0, kind: 'a' }, { n: 1, kind: 'b' }, { n: 2 }]);
+    expect(queries.n).toBe(3);
+  });
+
+  it('a pass that fails rejects each of its waits, and the next waits start a new one', async () => {
+    const spool = spools.open();
+    await spool.sendBatch('jobs', [{ n: 0 }, { n: 1 }, { n: 2 }]);
+    // A fault in the store: every update of a message fails until the trigger goes.
+    const conn = spools.connect();
+    conn.exec("CREATE TRIGGER fault BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+    const consumers = Array.from({ length: 3 }, () => spool.consumer());
+    const failed = await Promise.all(consumers.map((c) => rejection(c.wait('jobs', { timeoutMs: 0 }))));
+    for (const error of failed) expect(error).toMatchObject({ code: 'STORAGE_ERROR', message: expect.stringContaining('injected fault') });
+    conn.exec('DROP TRIGGER fault');
+    const got = await Promise.all(consumers.map((c) => c.wait('jobs', { timeoutMs: 0 })));
+    expect(got.map((m) => m?.payload)).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }]);
+    await Promise.all(consumers.map((c) => c.close()));
   });
 });
