@@ -72,6 +72,8 @@ export function applyTransition(
 export function deadLetterCorrupt(repo: Repository, row: MessageRow, cause: unknown, now: number): { error: StoredError; dead: MessageMachineState } | undefined {
   const error: StoredError = { code: 'CORRUPT_ROW', message: `Unreadable row: ${(cause as Error).message}` };
   const dead = deadLetter(row.visibleAt, now, error);
-  const ok = repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now));
+  // With its group named, the write promotes the group's next message: a dead head left as head
+  // would hold its whole group back.
+  const ok = repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now, { group: row.grp }));
   return ok ? { error, dead } : undefined;
 }

@@ -157,4 +157,20 @@ describe('corrupt rows', () => {
     expect(await error).toMatchObject({ id: victim, code: 'CORRUPT_ROW' });
     expect(await spool.get(victim!)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
   });
+
+  it("sends an unreadable head of a message group to dead and hands out the group's next message, by pull and by push", async () => {
+    const spool = spools.open();
+    await spool.queues.create('f.fifo', { fifo: true });
+    const pulled = [await spool.send('f.fifo', { n: 0 }, { group: 'g', key: 'k0' }), await spool.send('f.fifo', { n: 1 }, { group: 'g', key: 'k1' })];
+    const pushed = [await spool.send('jobs', { n: 0 }, { group: 'g' }), await spool.send('jobs', { n: 1 }, { group: 'g' })];
+    const editor1 = edit();
+    editor1.set(pulled[0]!, 'payload', '{"x":');
+    editor1.set(pushed[0]!, 'failures', 'x');
+    expect((await spool.receive('f.fifo', { max: 10 })).map((m) => m.id)).toEqual([pulled[1]]);
+    const handled = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.to === 'done');
+    spool.register('jobs', () => {});
+    await spool.start();
+    expect(await handled).toMatchObject({ id: pushed[1] });
+    for (const id of [pulled[0]!, pushed[0]!]) expect(await spool.get(id)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+  });
 });
