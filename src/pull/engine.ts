@@ -56,11 +56,14 @@ interface Attempt {
   nextAt: number | null;
 }
 
-/** A lease attempt waiting for its commit; the first of a pass holds the pass's results. */
+/** A lease attempt waiting for its commit, with when it was made and how to answer it. */
 interface Joiner {
   req: LeaseRequest;
   first: First | undefined;
-  results?: Promise<Attempt[]>;
+  /** The clock when the caller made the attempt: its lease counts from no earlier. */
+  now: number;
+  resolve(result: Attempt): void;
+  reject(error: unknown): void;
 }
 
 /** Creates the pull engine (nothing opened until first use). */
@@ -175,33 +178,44 @@ export function createPullEngine(deps: PullEngineDeps) {
    * queued before that commit runs join one pass: each runs its `first`, then the due times are
    * read once and each candidate query serves them all, in the order they came. A loop of 8
    * consumers so costs one candidate query per commit, not 8, as the push claim does. A pass that
-   * fails fails each of its attempts.
+   * fails is run again as one commit item per attempt, so that one attempt's failure (its end of
+   * what it owned, say) fails only that attempt, as when each ran alone.
    */
   function attempt(req: LeaseRequest, first: First | undefined): Promise<Attempt> {
-    if (req.where) return pass([{ req, first }]).then(([one]) => one!);
-    const key = req.queues.join('\n');
-    const member: Joiner = { req, first };
-    const members = joining.get(key);
-    if (members) {
-      members.push(member);
-    } else {
+    return new Promise<Attempt>((resolve, reject) => {
+      const member: Joiner = { req, first, now: clock.now(), resolve, reject };
+      if (req.where) return alone(member);
+      const key = req.queues.join('\n');
+      const members = joining.get(key);
+      if (members) return void members.push(member);
       const group = [member];
       joining.set(key, group);
       // Once the pass runs (or fails without running), later attempts start the next one.
       const close = () => {
         if (joining.get(key) === group) joining.delete(key);
       };
-      member.results = pass(group, close).finally(close);
-    }
-    const leader = members?.[0] ?? member;
-    const index = members ? members.length - 1 : 0;
-    return leader.results!.then((results) => results[index]!);
+      pass(group, close).then(
+        (results) => group.forEach((m, i) => m.resolve(results[i]!)),
+        (error) => {
+          close();
+          if (group.length === 1) member.reject(error);
+          else group.forEach(alone);
+        },
+      );
+    });
+  }
+
+  /** An attempt in a pass of its own: with a `where`, or again after its joined pass failed. */
+  function alone(member: Joiner): void {
+    pass([member]).then(([result]) => member.resolve(result!), member.reject);
   }
 
   /** Runs the attempts of one pass in one commit item: their `first`s, then one lease for all. */
   function pass(group: Joiner[], running?: () => void): Promise<Attempt[]> {
-    return run((l, now, log) => {
+    return run((l, queued, log) => {
       running?.();
+      // The latest caller's clock: a lease never starts before its caller asked for it.
+      const now = group.reduce((at, m) => Math.max(at, m.now), queued);
       for (const m of group) m.first?.(l, now, log);
       const gate = deps.gate();
       const taken = l.lease(group.map((m) => (gate ? { ...m.req, gate } : m.req)), now, log);

@@ -369,6 +369,39 @@ describe('waits of one commit', () => {
     expect(queries.n).toBe(3);
   });
 
+  it("a failure in one consumer's end fails only its own wait: the others end what they own and take the next", async () => {
+    const spool = spools.open();
+    const ids = await spool.sendBatch('jobs', Array.from({ length: 6 }, (_, n) => ({ n })));
+    const [a, b, c] = Array.from({ length: 3 }, () => spool.consumer());
+    const owned = [await a!.wait('jobs', { timeoutMs: 0 }), await b!.wait('jobs', { timeoutMs: 0 }), await c!.wait('jobs', { timeoutMs: 0 })].map((m) => m!.id);
+    // A fault only A's end meets: the DELETE of the message A owns.
+    const conn = spools.connect();
+    conn.exec(`CREATE TRIGGER fault BEFORE DELETE ON messages WHEN old.seq = ${Number(owned[0])} BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
+    const [failed, nextB, nextC] = await Promise.allSettled([a!.wait('jobs', { timeoutMs: 0 }), b!.wait('jobs', { timeoutMs: 0 }), c!.wait('jobs', { timeoutMs: 0 })]);
+    expect(failed).toMatchObject({ status: 'rejected', reason: { code: 'STORAGE_ERROR', message: expect.stringContaining('injected fault') } });
+    expect([nextB, nextC].map((r) => (r.status === 'fulfilled' ? r.value?.id : r.reason))).toEqual(ids.slice(3, 5));
+    // B's and C's ends landed; A's message is still held under its lease.
+    expect(await spool.get(owned[1]!)).toBeUndefined();
+    expect(await spool.get(owned[2]!)).toBeUndefined();
+    expect(await spool.get(owned[0]!)).toMatchObject({ state: 'processing' });
+    conn.exec('DROP TRIGGER fault');
+    await Promise.all([b!.close(), c!.close(), a!.close()]);
+  });
+
+  it('a joined lease counts from its own caller: a wait made after the clock moved sees what became due', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    const id = await spool.send('jobs', { n: 0 }, { delayMs: 500 });
+    const [early, late] = [spool.consumer(), spool.consumer()];
+    const first = early.wait('jobs', { timeoutMs: 0, leaseMs: 10_000 });
+    clock.advance(1000);
+    const second = late.wait('jobs', { timeoutMs: 0, leaseMs: 10_000 });
+    const got = (await Promise.all([first, second])).filter((m) => m !== null);
+    expect(got.map((m) => m.id)).toEqual([id]);
+    expect(got[0]!.leaseExpiresAt).toBe(clock.now() + 10_000);
+    await Promise.all([early.close(), late.close()]);
+  });
+
   it('a pass that fails rejects each of its waits, and the next waits start a new one', async () => {
     const spool = spools.open();
     await spool.sendBatch('jobs', [{ n: 0 }, { n: 1 }, { n: 2 }]);
