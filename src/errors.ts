@@ -9,6 +9,7 @@ export type SpoolErrorCode =
   | 'INVALID_OPTIONS'
   | 'INVALID_SETTINGS'
   | 'DUPLICATE_CONSUMER'
+  | 'CONSUMER_BUSY'
   | 'LOCKED'
   | 'CLOSED'
   | 'NOT_ACCEPTING'

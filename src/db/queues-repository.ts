@@ -6,6 +6,24 @@
 import type { DbHandle } from './client.js';
 import { COUNT_SQL, type Counters } from './counters.js';
 
+/**
+ * A queue's stored tags; text that is not a JSON object of strings (edited by hand) reads as no
+ * tags, so that one bad row cannot fail every receive, listing and sweep of its queue.
+ */
+function readTags(text: string | null): Record<string, string> {
+  if (!text) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+  const tags: Record<string, string> = {};
+  for (const [key, value] of Object.entries(parsed)) if (typeof value === 'string') tags[key] = value;
+  return tags;
+}
+
 /** A queue's registry row. */
 export interface QueueRow {
   name: string;
@@ -50,7 +68,7 @@ export function createQueuesRepository(db: DbHandle, counters: Pick<Counters, 'p
   const count = (queue: string, state: string) => (countIn.get({ queue, state }) as number) + counters.pending(queue, state as never);
 
   function toRow(r: { name: string; kind: 'push' | 'sqs'; fifo: number; tags: string | null; createdAt: number; updatedAt: number }): QueueRow {
-    return { name: r.name, kind: r.kind, fifo: r.fifo === 1, tags: r.tags ? (JSON.parse(r.tags) as Record<string, string>) : {}, createdAt: r.createdAt, updatedAt: r.updatedAt };
+    return { name: r.name, kind: r.kind, fifo: r.fifo === 1, tags: readTags(r.tags), createdAt: r.createdAt, updatedAt: r.updatedAt };
   }
 
   return {

@@ -490,6 +490,10 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         return true;
       });
     },
+    /** The queue, group and attempt of the processing row `token` holds, or undefined (stale). */
+    leasedRow(seq: number, token: string): LeasedRow | undefined {
+      return leased.get(seq, token) as LeasedRow | undefined;
+    },
     /**
      * Deletes a processing row if `token` still holds it (an ended lease, kept nowhere): what it
      * was, or undefined for a stale token. `known` is what the lease's holder already has; the

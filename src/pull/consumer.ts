@@ -81,6 +81,8 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
   const id = options.id ?? randomUUID();
   const owner = pullOwner(id);
   let owned: Leased | undefined;
+  /** True while a wait() runs. */
+  let waiting = false;
   let closed = false;
   /** Aborted by close(): ends every wait in progress. */
   const closing = new AbortController();
@@ -114,6 +116,8 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     id,
     async wait<P>(queues: string | readonly string[], o: WaitOptions = {}): Promise<PulledMessage<P> | null> {
       if (closed) throw new SpoolError('CLOSED', `Consumer ${id} is closed`);
+      // One owner, one wait: a second at once would lease a second message that nothing tracks.
+      if (waiting) throw new SpoolError('CONSUMER_BUSY', `Consumer ${id} is already waiting; wait() again once that wait has resolved`);
       const list = queueList(queues);
       const where = compileWhere(o.where);
       if (o.timeoutMs !== undefined && (typeof o.timeoutMs !== 'number' || o.timeoutMs < 0 || Number.isNaN(o.timeoutMs))) {
@@ -130,19 +134,28 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
         closing.signal.addEventListener('abort', onAbort, { once: true });
         if (o.signal.aborted) abort.abort();
       }
+      waiting = true;
       try {
         // Owner mode: waiting again ends what this consumer owns (Q4M deletes the owned row), in
         // the commit of the first attempt to take the next.
         const previous = owned;
         owned = undefined;
-        const [lease] = await engine.lease(
-          { queues: list, max: 1, owner, leaseMs: (queue) => leaseMs ?? Math.max(1, directory.attributes(queue).visibilityTimeoutMs), ...(where ? { where } : {}) },
-          {
-            until,
-            signal: abort.signal,
-            ...(previous ? { first: (l, now, log) => void engine.completeIn(l, ownedRef(previous), now, log) } : {}),
-          },
-        );
+        let ended = false;
+        let lease: Leased | undefined;
+        try {
+          [lease] = await engine.lease(
+            { queues: list, max: 1, owner, leaseMs: (queue) => leaseMs ?? Math.max(1, directory.attributes(queue).visibilityTimeoutMs), ...(where ? { where } : {}) },
+            {
+              until,
+              signal: abort.signal,
+              ...(previous ? { first: (l, now, log) => void engine.completeIn(l, ownedRef(previous), now, log), firstCommitted: () => (ended = true) } : {}),
+            },
+          );
+        } catch (error) {
+          // The end rolled back with the attempt that failed: the message is still this consumer's.
+          if (previous && !ended) owned = previous;
+          throw error;
+        }
         if (closed) {
           if (lease) await engine.settle({ id: lease.row.id, seq: lease.row.seq, token: lease.token }, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() }));
           throw new SpoolError('CLOSED', `Consumer ${id} closed while it waited`);
@@ -161,6 +174,7 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
           leaseExpiresAt: lease.leaseExpiresAt,
         };
       } finally {
+        waiting = false;
         o.signal?.removeEventListener('abort', onAbort);
         if (o.signal) closing.signal.removeEventListener('abort', onAbort);
       }

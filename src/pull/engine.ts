@@ -29,6 +29,13 @@ export interface LeaseRef {
   seq: number | undefined;
   token: string;
   known?: LeasedRow;
+  /** The queue the caller names (an SQS call): a receipt of another queue's message is refused. */
+  queue?: string;
+}
+
+/** INVALID_RECEIPT for a receipt used on a queue its message is not in. */
+function otherQueue(queue: string): SpoolError {
+  return new SpoolError('INVALID_RECEIPT', `The receipt is not of a message in queue "${queue}"`, { details: { queue } });
 }
 
 /** What the engine needs from its spool. */
@@ -137,11 +144,12 @@ export function createPullEngine(deps: PullEngineDeps) {
    * `until` (epoch ms, taken when the caller called; null: forever) or `signal` aborts. Resolves
    * [] on a timeout or an abort; a lease that lands after its caller aborted is given back at
    * once, so a caller that left holds nothing. `first` runs in the first attempt's commit, before
-   * it (an owner-mode consumer ends what it owns there: one commit per message, not two).
+   * it (an owner-mode consumer ends what it owns there: one commit per message, not two), and
+   * `firstCommitted` is called once that commit landed.
    */
   async function lease(
     req: LeaseRequest,
-    options: { until: number | null; signal?: AbortSignal; first?: First },
+    options: { until: number | null; signal?: AbortSignal; first?: First; firstCommitted?: () => void },
   ): Promise<Leased[]> {
     const deadline = options.until;
     const queues = new Set(req.queues);
@@ -150,7 +158,10 @@ export function createPullEngine(deps: PullEngineDeps) {
       if (closed) throw new SpoolError('CLOSED', 'The spool closed while a consumer waited');
       if (options.signal?.aborted) {
         // Aborted before the first attempt: what `first` does still happens, on its own.
-        if (first) await run(first);
+        if (first) {
+          await run(first);
+          options.firstCommitted?.();
+        }
         return [];
       }
       // Read before the attempt: a message made ready while it commits skips the wait below.
@@ -159,6 +170,7 @@ export function createPullEngine(deps: PullEngineDeps) {
       const before = first;
       first = undefined;
       const { leased, nextAt } = await attempt(req, before);
+      if (before) options.firstCommitted?.();
       if (options.signal?.aborted && leased.length) {
         await giveBack(leased);
         return [];
@@ -261,7 +273,12 @@ export function createPullEngine(deps: PullEngineDeps) {
     log: Announcement[],
   ): MessageRow | undefined {
     const seq = lease.seq ?? storage.open().repo.byId(lease.id)?.seq;
-    const row = seq === undefined ? undefined : l.settleLease(seq, lease.token, event, now, log);
+    const { queue } = lease;
+    const checked: typeof event = queue === undefined ? event : (row, state) => {
+      if (row.queue !== queue) throw otherQueue(queue);
+      return event(row, state);
+    };
+    const row = seq === undefined ? undefined : l.settleLease(seq, lease.token, checked, now, log);
     if (!row && seq !== undefined) stale(seq, log);
     return row;
   }
@@ -274,7 +291,13 @@ export function createPullEngine(deps: PullEngineDeps) {
   /** Inside a commit: complete()'s work. */
   function completeIn(l: Leaser, lease: LeaseRef, now: number, log: Announcement[]): unknown {
     const seq = lease.seq ?? storage.open().repo.byId(lease.id)?.seq;
-    const done = seq === undefined ? undefined : l.completeLease(seq, lease.token, now, log, lease.known);
+    let known = lease.known;
+    if (seq !== undefined && known === undefined && lease.queue !== undefined) {
+      // The read that completing would make anyway, made first to check the queue.
+      known = storage.open().repo.leasedRow(seq, lease.token);
+      if (known && known.queue !== lease.queue) throw otherQueue(lease.queue);
+    }
+    const done = seq === undefined ? undefined : l.completeLease(seq, lease.token, now, log, known);
     if (!done && seq !== undefined) stale(seq, log);
     return done;
   }

@@ -7,7 +7,6 @@
 import type { Clock } from '../clock.js';
 import { SpoolError } from '../errors.js';
 import type { MessageAttributes } from '../queues/message-attributes.js';
-import { decodeAttributes } from '../queues/message-attributes.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { handedOutAt, pullOwner } from '../runtime/lease.js';
 import { assertQueueName } from '../validate.js';
@@ -86,7 +85,7 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
           receiveCount: m.state.context.deliveries,
           sentAt: m.row.createdAt,
           firstReceivedAt: m.row.firstDeliveredAt ?? clock.now(),
-          attributes: decodeAttributes(m.row.attributes),
+          attributes: m.attributes,
           sequence: m.row.seq,
           visibleAt: m.leaseExpiresAt,
         };
@@ -100,7 +99,7 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
     async deleteMessage(queue: string, receipt: string): Promise<void> {
       created(queue);
       const r = parseReceipt(receipt);
-      await engine.complete({ id: r.id, seq: r.seq, token: r.token });
+      await engine.complete({ id: r.id, seq: r.seq, token: r.token, queue });
     },
     /** 0 makes the message visible at once (no attempt charged); more extends from now. */
     async changeVisibility(queue: string, receipt: string, ms: number): Promise<void> {
@@ -112,7 +111,7 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
         throw new SpoolError('INVALID_ARGUMENT', `A message stays invisible at most 12 h from its receive; ${ms} ms from now is past that`, { details: { field: 'ms', max: MAX_LEASE_MS } });
       }
       const now = clock.now();
-      const row = await engine.settle({ id: r.id, seq: r.seq, token: r.token }, () =>
+      const row = await engine.settle({ id: r.id, seq: r.seq, token: r.token, queue }, () =>
         ms === 0 ? { type: 'DEFER', at: now, retryAt: now } : { type: 'EXTEND', at: now, leaseExpiresAt: now + ms },
       );
       if (!row) throw new SpoolError('MESSAGE_NOT_INFLIGHT', `The message of this receipt is not in flight under it (received again, deleted, or its visibility ran out)`, { details: { queue } });

@@ -18,6 +18,7 @@ import { backoffDelay } from '../../machines/retry-policy.js';
 import type { LeasedRow, MessageRow, Repository } from '../db/repository.js';
 import { CANDIDATES_SQL } from '../db/repository.js';
 import type { QueueDirectory } from '../queues/directory.js';
+import { decodeAttributes, type MessageAttributes } from '../queues/message-attributes.js';
 import { policyFor } from '../settings/schema.js';
 import type { SettingsRuntime } from '../settings/store.js';
 import type { CompiledWhere } from '../pull/where.js';
@@ -52,6 +53,8 @@ export interface Leased {
   token: string;
   leaseExpiresAt: number;
   payload: unknown;
+  /** The SQS message attributes, decoded. */
+  attributes: MessageAttributes;
 }
 
 /** The deadline and token of a lease (the token starts with the hand-out time, base 36). */
@@ -84,14 +87,19 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     };
   }
 
-  /** Returns due pull leases (of `queues`, or all) to pending; logs each change. */
-  function expireDue(now: number, log: Announcement[], queues?: ReadonlySet<string>): number {
+  /**
+   * Returns due pull leases to pending, of every queue: a waiter that left one due elsewhere would
+   * find it due again at once, and spin. Logs each change.
+   */
+  function expireDue(now: number, log: Announcement[]): number {
     let expired = 0;
     for (const row of repo.expiredLeases(now, EXPIRE_BATCH)) {
-      if (queues && !queues.has(row.queue)) continue;
       let state: MessageMachineState;
       try {
         state = rowState(row);
+        // A lease is committed in processing; any other in-flight state was written by hand, and
+        // the machine takes no expiry there.
+        if (state.value !== 'processing') throw new Error(`the row is ${state.value} under a pull lease`);
       } catch (error) {
         // Skipped, it would come back first in every later call and hold up the leases behind it.
         if (corrupt(row, error, now, log)) expired += 1;
@@ -127,7 +135,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     const { queues, where, gate } = reqs[0]!;
     const [delayedAt, leaseAt] = repo.dueTimes();
     if (delayedAt !== null && delayedAt <= now) repo.promoteDue(now);
-    if (leaseAt !== null && leaseAt <= now) expireDue(now, log, new Set(queues));
+    if (leaseAt !== null && leaseAt <= now) expireDue(now, log);
     const out: Leased[][] = reqs.map(() => []);
     let remaining = reqs.reduce((sum, req) => sum + req.max, 0);
     /** The request the next row goes to: the first one not yet full. */
@@ -166,9 +174,12 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
   function leaseRow(row: MessageRow, req: LeaseRequest, now: number, log: Announcement[]): Leased | typeof MOVED | undefined {
     let pending: MessageMachineState;
     let payload: unknown;
+    let attributes: MessageAttributes;
     try {
       pending = rowState(row);
       payload = JSON.parse(row.payload);
+      // Read here, not after the commit: an unreadable one would lose the receipts of the batch.
+      attributes = decodeAttributes(row.attributes);
     } catch (error) {
       // Unreadable: to dead, as the push claim does. Left pending, it would head its queue for
       // every later call (no push consumer may ever claim an SQS queue's rows).
@@ -190,7 +201,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     if (!ok) return undefined;
     log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'pending', to: 'activating', attempt: processing.context.attempt });
     log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'activating', to: 'processing', attempt: processing.context.attempt });
-    return { row: { ...row, firstDeliveredAt: row.firstDeliveredAt ?? now, leaseToken: token }, state: processing, token, leaseExpiresAt, payload };
+    return { row: { ...row, firstDeliveredAt: row.firstDeliveredAt ?? now, leaseToken: token }, state: processing, token, leaseExpiresAt, payload, attributes };
   }
 
   /**

@@ -47,6 +47,9 @@ export function transitionRow(
  */
 export function rowState(row: MessageRow): MessageMachineState {
   if (!STATES.has(row.state)) throw new Error(`the row's state ${JSON.stringify(row.state)} is not a state of the message machine`);
+  // Every claim and lease is fenced on a pending row's null token: one with a token could never be
+  // handed out, and would head its queue for good.
+  if (row.state === 'pending' && row.leaseToken !== null) throw new Error("the row is pending with a lease token, which no claim's fence can match");
   for (const key of ['failures', 'attempt', 'deliveries', 'crashes'] as const) {
     // A mistyped count would step to NaN, whose write fails inside the claim transaction and
     // stalls the whole queue; such a row is corrupt like any other.

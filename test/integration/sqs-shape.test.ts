@@ -106,6 +106,20 @@ describe('receive, delete, change visibility', () => {
     for (const bad of ['', 'nope', `${id}:`, ':abc', `${id}:not-a-token`]) expect((await rejection(spool.deleteMessage('q', bad))).code).toBe('INVALID_RECEIPT');
   });
 
+  it("a receipt used on another queue than its message's is INVALID_RECEIPT, and changes nothing", async () => {
+    const spool = spools.open();
+    await spool.queues.create('a');
+    await spool.queues.create('b');
+    const id = await spool.send('b', { n: 1 });
+    const [m] = await spool.receive('b');
+    for (const call of [spool.deleteMessage('a', m!.receipt), spool.changeVisibility('a', m!.receipt, 0)]) {
+      expect(await rejection(call)).toMatchObject({ code: 'INVALID_RECEIPT', message: expect.stringContaining('"a"') });
+    }
+    expect(await spool.get(id)).toMatchObject({ state: 'processing' });
+    await spool.deleteMessage('b', m!.receipt);
+    expect(await spool.get(id)).toBeUndefined();
+  });
+
   it('changeVisibility(0) returns a message at once, counting the receive but no attempt; more extends from now, up to 12 h', async () => {
     const clock = createTestClock();
     const spool = spools.open({ clock });

@@ -5,7 +5,7 @@
  * where pull consumers and SQS receives meet them (pending rows, and leases that ran out).
  */
 import { describe, expect, it } from 'vitest';
-import type { MessageErrorEvent, SpoolEvent } from '../../src/index.js';
+import { createManualClock, type MessageErrorEvent, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, nextEvents, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -172,5 +172,61 @@ describe('corrupt rows', () => {
     await spool.start();
     expect(await handled).toMatchObject({ id: pushed[1] });
     for (const id of [pulled[0]!, pushed[0]!]) expect(await spool.get(id)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+  });
+
+  it('sends a row whose SQS attributes are unreadable to dead at receive, and hands out the rest of the batch with their receipts', async () => {
+    const spool = spools.open();
+    await spool.queues.create('sqs');
+    const ids = await spool.sendBatch('sqs', [{ n: 0 }, { n: 1 }, { n: 2 }], { attributes: { k: { type: 'String', value: 'v' } } });
+    edit().set(ids[1]!, 'attributes' as Column, '{"k":null}');
+    const received = await spool.receive('sqs', { max: 10 });
+    expect(received.map((m) => m.id)).toEqual([ids[0], ids[2]]);
+    expect(received[0]!.attributes).toEqual({ k: { type: 'String', value: 'v' } });
+    for (const m of received) await spool.deleteMessage('sqs', m.receipt);
+    expect(await spool.get(ids[1]!)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+  });
+
+  it('sends an expired lease left in activating by hand to dead, and still expires the leases of other queues', async () => {
+    const clock = createManualClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('x');
+    await spool.queues.create('y');
+    const [victim] = await spool.sendBatch('x', [{ n: 0 }]);
+    const [other] = await spool.sendBatch('y', [{ n: 1 }]);
+    await spool.receive('x', { visibilityTimeoutMs: 1000 });
+    await spool.receive('y', { visibilityTimeoutMs: 1000 });
+    edit().set(victim!, 'state' as Column, 'activating');
+    clock.advance(2000);
+    // Before, the machine refused the expiry in activating, and every receive failed with it.
+    expect((await spool.receive('y')).map((m) => m.id)).toEqual([other]);
+    expect(await spool.get(victim!)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+  });
+
+  it('sends a pending row that carries a lease token to dead, where it no longer heads its queue', async () => {
+    const spool = spools.open();
+    const [victim, ...rest] = await spool.sendBatch('jobs', [{ n: 0 }, { n: 1 }, { n: 2 }]);
+    edit().set(victim!, 'lease_token' as Column, 'left-by-hand');
+    const consumer = spool.consumer();
+    expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.id).toBe(rest[0]);
+    await consumer.close();
+    expect(await spool.get(victim!)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+    const handled = reached(spool.events$, 'done', rest.length, 'jobs');
+    spool.register('jobs', () => {});
+    await spool.start();
+    expect((await handled).map((e) => (e as { id: string }).id).sort()).toEqual([...rest].sort());
+  });
+
+  it("reads a queue's unreadable tags as none: receives, listings and sweeps go on", async () => {
+    const spool = spools.open();
+    await spool.queues.create('sqs', {}, { tags: { team: 'a' } });
+    await spool.send('sqs', { n: 0 });
+    await spool.close();
+    const conn = spools.connect();
+    conn.prepare("UPDATE queues SET tags = '{bad' WHERE name = 'sqs'").run();
+    // A handle that reads the registry after the edit (the one before keeps what it read).
+    const reader = spools.open();
+    expect((await reader.queues.get('sqs')).tags).toEqual({});
+    expect(await reader.receive('sqs')).toHaveLength(1);
+    await expect(reader.sweep()).resolves.toBeDefined();
   });
 });
