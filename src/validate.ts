@@ -214,3 +214,10 @@ export function describeZod(error: z.ZodError): string {
     .map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`)
     .join('; ');
 }
+
+/** Throws INVALID_ARGUMENT unless `signal` is undefined or an AbortSignal. */
+export function assertSignal(signal: unknown): asserts signal is AbortSignal | undefined {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new SpoolError('INVALID_ARGUMENT', `signal must be an AbortSignal, got ${signal === null ? 'null' : typeof signal}`, { details: { field: 'signal' } });
+  }
+}

@@ -9,7 +9,7 @@ import { SpoolError } from '../errors.js';
 import type { MessageAttributes } from '../queues/message-attributes.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { handedOutAt, pullOwner } from '../runtime/lease.js';
-import { assertQueueName } from '../validate.js';
+import { assertQueueName, assertSignal } from '../validate.js';
 import { MAX_LEASE_MS } from './consumer.js';
 import type { PullEngine } from './engine.js';
 import { formatReceipt, parseReceipt } from './receipts.js';
@@ -75,6 +75,7 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
       const max = range(options.max ?? 1, 'max', 1, 10);
       const visibility = range(options.visibilityTimeoutMs ?? attrs.visibilityTimeoutMs, 'visibilityTimeoutMs', 0, MAX_LEASE_MS);
       const waitMs = range(options.waitMs ?? attrs.receiveWaitMs, 'waitMs', 0, 20_000);
+      assertSignal(options.signal);
       const leased = await engine.lease({ queues: [queue], max, owner, leaseMs: () => visibility }, { until: clock.now() + waitMs, ...(options.signal ? { signal: options.signal } : {}) });
       return leased.map((m) => {
         const message: ReceivedMessage = {

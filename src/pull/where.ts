@@ -28,6 +28,8 @@ export const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 const OPERATORS: Record<string, string> = { lt: '<', lte: '<=', gt: '>', gte: '>=', ne: 'IS NOT' };
 /** At most this many values in an `in` list (each is a bound parameter). */
 const MAX_IN = 100;
+/** Conditions a where may hold: SQLite refuses an expression tree past about 1,000 of them. */
+const MAX_CONDITIONS = 50;
 
 function invalid(message: string, field?: string): SpoolError {
   return new SpoolError('INVALID_ARGUMENT', `Invalid where: ${message}`, { details: field === undefined ? { field: 'where' } : { field: 'where', path: field } });
@@ -58,6 +60,7 @@ export function compileWhere(where: unknown): CompiledWhere | undefined {
     if (!FIELD_PATH.test(field)) throw invalid(`field path ${JSON.stringify(field.slice(0, 100))} must match ${FIELD_PATH.source}`, field.slice(0, 100));
     const extract = `json_extract(payload, ?)`;
     const path = `$.${field}`;
+    if (parts.length >= MAX_CONDITIONS) throw invalid(`at most ${MAX_CONDITIONS} conditions in all`);
     if (condition === null || typeof condition !== 'object') {
       const value = scalar(condition, field, true);
       parts.push(value === null ? `${extract} IS NULL` : `${extract} = ?`);
@@ -67,6 +70,7 @@ export function compileWhere(where: unknown): CompiledWhere | undefined {
     }
     const ops = Object.entries(condition as Record<string, unknown>);
     if (ops.length === 0) throw invalid(`the condition for ${field} is empty`, field);
+    if (parts.length + ops.length > MAX_CONDITIONS) throw invalid(`at most ${MAX_CONDITIONS} conditions in all`);
     for (const [op, value] of ops) {
       if (op === 'in') {
         if (!Array.isArray(value) || value.length === 0 || value.length > MAX_IN) throw invalid(`${field}.in must be an array of 1–${MAX_IN} values`, field);

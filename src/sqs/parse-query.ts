@@ -60,12 +60,19 @@ export function parseQueryRequest(url: string, body: Uint8Array): { op: SqsOpera
   return { op, input: foldQueryParameters(params) };
 }
 
+/** Dot-separated parts a query parameter's name may have (the protocol's deepest has 6). */
+const MAX_KEY_SEGMENTS = 12;
+
 /** Folds flattened Query parameters into the JSON protocol's input shape. */
 export function foldQueryParameters(params: ReadonlyMap<string, string> | Iterable<[string, string]>): Record<string, unknown> {
   const root: Node = { children: new Map() };
   for (const [key, value] of params) {
     let node = root;
-    for (const segment of key.split('.')) {
+    const segments = key.split('.');
+    // The deepest key of the protocol has 6 segments; a much deeper one would overflow the stack
+    // of the fold below (a 500) instead of being refused.
+    if (segments.length > MAX_KEY_SEGMENTS) throw invalidParameter(key.slice(0, 100), value, `It has ${segments.length} dot-separated parts; the most a parameter has is ${MAX_KEY_SEGMENTS}.`);
+    for (const segment of segments) {
       let child = node.children.get(segment);
       if (!child) node.children.set(segment, (child = { children: new Map() }));
       node = child;

@@ -368,6 +368,9 @@ describe('owner-mode consumers', () => {
       ['q', { leaseMs: 0 }],
       ['q', { leaseMs: 43_200_001 }],
       ['q', { timeoutMs: -1 }],
+      ['q', { signal: {} }],
+      // SQLite refuses a where of about 1,000 conditions with a storage error; it is refused first.
+      ['q', { where: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) }],
     ] as [string | string[], object][]) {
       const error = await rejection(consumer.wait(queues, options));
       expect(['INVALID_ARGUMENT', 'INVALID_QUEUE_NAME']).toContain(error.code);

@@ -106,6 +106,14 @@ describe('receive, delete, change visibility', () => {
     for (const bad of ['', 'nope', `${id}:`, ':abc', `${id}:not-a-token`]) expect((await rejection(spool.deleteMessage('q', bad))).code).toBe('INVALID_RECEIPT');
   });
 
+  it('refuses a signal that is not an AbortSignal with INVALID_ARGUMENT, receiving nothing', async () => {
+    const spool = spools.open();
+    await spool.queues.create('a');
+    const id = await spool.send('a', { n: 1 });
+    expect(await rejection(spool.receive('a', { signal: 'stop' as unknown as AbortSignal }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'signal' } });
+    expect(await spool.get(id)).toMatchObject({ state: 'pending', deliveries: 0 });
+  });
+
   it("a receipt used on another queue than its message's is INVALID_RECEIPT, and changes nothing", async () => {
     const spool = spools.open();
     await spool.queues.create('a');

@@ -187,6 +187,8 @@ describe('Query protocol (form in, XML out)', () => {
       ['SendMessageBatch', { QueueUrl: sqs.url('orders') }, 400, 'AWS.SimpleQueueService.EmptyBatchRequest'],
       ['GetQueueAttributes', { QueueUrl: sqs.url('orders'), 'AttributeName.1': 'Nope' }, 400, 'InvalidAttributeName'],
       ['SendMessage', { QueueUrl: sqs.url('orders') }, 400, 'MissingParameter'],
+      // A key nested past any the protocol has: refused, not a stack overflow answered with a 500.
+      ['SendMessage', { QueueUrl: sqs.url('orders'), MessageBody: 'x', [Array(20_000).fill('a').join('.')]: 'v' }, 400, 'InvalidParameterValue'],
     ];
     for (const [action, params, status, code] of cases) {
       const r = await callQuery(sqs.endpoint, action, params);
