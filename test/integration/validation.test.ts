@@ -70,6 +70,20 @@ describe('invalid payloads', () => {
     expect(countRows(path)).toBe(0);
   });
 
+  it('options or a batch that throw when read are INVALID_ARGUMENT, not a storage error, and store nothing', async () => {
+    const { spool, path } = setup();
+    const boom = () => {
+      throw new Error('getter failed');
+    };
+    const options = Object.defineProperty({}, 'priority', { get: boom, enumerable: true });
+    const batch = new Proxy([{ ok: 1 }, { ok: 2 }], { get: (target, key) => (key === '1' ? boom() : Reflect.get(target, key)) });
+    const attributes = Object.defineProperty({}, 'k', { get: boom, enumerable: true });
+    for (const call of [spool.send('email', { ok: 1 }, options), spool.sendBatch('email', batch), spool.send('email', { ok: 1 }, { attributes })]) {
+      expect(await rejection(call)).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('getter failed') });
+    }
+    expect(countRows(path)).toBe(0);
+  });
+
   it('valid JSON values of every kind are stored and read back', async () => {
     const { spool } = setup();
     for (const payload of [null, 0, -1.5, 'text 😀', true, [], {}, { nested: [{ a: null }] }]) {
