@@ -12,7 +12,7 @@ import type { QueuesRepository } from './db/queues-repository.js';
 import type { NewMessage, Repository } from './db/repository.js';
 import type { QueueDirectory, ResolvedAttributes } from './queues/directory.js';
 import { bodyBytes, checkAttributes, checkFifoId, checkSqsCharset, encodeAttributes } from './queues/message-attributes.js';
-import { messageOf, SpoolError } from './errors.js';
+import { SpoolError } from './errors.js';
 import type { EventBus } from './events.js';
 import type { ResolvedOptions } from './options.js';
 import { toStorageError } from './runtime/committer.js';
@@ -20,7 +20,7 @@ import type { SupervisorRuntime } from './runtime/supervisor.js';
 import { policyFor, queueSettings, type Settings } from './settings/schema.js';
 import type { SettingsRuntime } from './settings/store.js';
 import type { Storage } from './storage.js';
-import { assertQueueName, contentKey, parseSendOptions, serializePayload, type SendOptions } from './validate.js';
+import { assertQueueName, contentKey, parseSendOptions, readInput, serializePayload, type SendOptions } from './validate.js';
 
 /** The longest delay of a message on a created (SQS) queue: DelaySeconds 900. */
 const MAX_SQS_DELAY_MS = 900_000;
@@ -32,19 +32,6 @@ const MAX_SQS_DELAY_MS = 900_000;
  */
 function contentDedupeId(payload: unknown, json: string): string {
   return createHash('sha256').update(typeof payload === 'string' ? payload : json, 'utf8').digest('hex');
-}
-
-/**
- * Runs `read` over the caller's input: what it throws that is not a SpoolError (a throwing getter,
- * a Proxy's trap) is the input's fault, INVALID_ARGUMENT, not the storage's.
- */
-function unreadable<T>(what: string, read: () => T): T {
-  try {
-    return read();
-  } catch (error) {
-    if (error instanceof SpoolError) throw error;
-    throw new SpoolError('INVALID_ARGUMENT', `${what} could not be read: ${messageOf(error)}`, { cause: error });
-  }
 }
 
 /** A row to insert, with what FIFO deduplication needs. */
@@ -247,13 +234,13 @@ export function createProducer(deps: ProducerDeps) {
   function enqueueRows(queue: string, payloads: unknown[], options: SendOptions | undefined): Promise<string[]> {
     try {
       assertQueueName(queue);
-      const o = unreadable('Send options', () => parseSendOptions(options));
+      const o = readInput('Send options', () => parseSendOptions(options));
       const { repo: r, queues: q, committer: c } = storage.open();
       const now = clock.now();
       refreshIfProducer(now);
       const s = settings.get();
       admit(queue, s);
-      const rows = unreadable('The batch or its options', () => prepareRows(queue, payloads, o, s, now));
+      const rows = readInput('The batch or its options', () => prepareRows(queue, payloads, o, s, now));
       if (rows.length === 0) return Promise.resolve([]);
       const supervisor = deps.runtime();
       // Ready rows: the claim joins this insert's group transaction, so the handler can start

@@ -221,3 +221,16 @@ export function assertSignal(signal: unknown): asserts signal is AbortSignal | u
     throw new SpoolError('INVALID_ARGUMENT', `signal must be an AbortSignal, got ${signal === null ? 'null' : typeof signal}`, { details: { field: 'signal' } });
   }
 }
+
+/**
+ * Runs `read` over a caller's input: what it throws that is not a SpoolError (a throwing getter,
+ * a Proxy's trap) is the input's fault, INVALID_ARGUMENT, not the storage's or a raw error.
+ */
+export function readInput<T>(what: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof SpoolError) throw error;
+    throw new SpoolError('INVALID_ARGUMENT', `${what} could not be read: ${messageOf(error)}`, { cause: error });
+  }
+}

@@ -11,7 +11,7 @@ import { SpoolError } from '../errors.js';
 import type { HandlerPayload, QueueMap, QueueName } from '../typed-queues.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { pullOwner, type Leased } from '../runtime/lease.js';
-import { assertQueueName, assertSignal } from '../validate.js';
+import { assertQueueName, assertSignal, readInput } from '../validate.js';
 import type { LeaseRef, PullEngine } from './engine.js';
 import { formatReceipt } from './receipts.js';
 import { compileWhere, type Where } from './where.js';
@@ -120,7 +120,7 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
       if (waiting) throw new SpoolError('CONSUMER_BUSY', `Consumer ${id} is already waiting; wait() again once that wait has resolved`);
       const list = queueList(queues);
       assertSignal(o.signal);
-      const where = compileWhere(o.where);
+      const where = readInput('where', () => compileWhere(o.where));
       if (o.timeoutMs !== undefined && (typeof o.timeoutMs !== 'number' || o.timeoutMs < 0 || Number.isNaN(o.timeoutMs))) {
         throw new SpoolError('INVALID_ARGUMENT', `timeoutMs must be a number of ms ≥ 0, got ${String(o.timeoutMs)}`, { details: { field: 'timeoutMs' } });
       }

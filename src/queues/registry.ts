@@ -13,7 +13,7 @@ import type { EventBus } from '../events.js';
 import { QUEUE_ATTRIBUTE_DEFAULTS, queueAttributesShape } from '../settings/schema.js';
 import type { SettingsRuntime } from '../settings/store.js';
 import type { Storage } from '../storage.js';
-import { assertQueueName } from '../validate.js';
+import { assertQueueName, readInput } from '../validate.js';
 import type { QueueDirectory } from './directory.js';
 import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
 import { rowState, transitionRow } from '../runtime/message-codec.js';
@@ -185,8 +185,8 @@ export function createQueues(deps: {
   return {
     async create(name: string, attributes?: Partial<QueueAttributes>, options?: { tags?: Record<string, string> }): Promise<QueueInfo> {
       assertQueueName(name);
-      const { patch, fifo: asked } = checkAttributes(attributes, true);
-      const tags = checkTags(options?.tags);
+      const { patch, fifo: asked } = readInput('Queue attributes', () => checkAttributes(attributes, true));
+      const tags = readInput('Tags', () => checkTags(options?.tags));
       const fifo = asked ?? name.endsWith('.fifo');
       if (fifo !== name.endsWith('.fifo')) {
         throw invalid(fifo ? `A FIFO queue's name must end in .fifo, got "${name}"` : `Only a FIFO queue's name may end in .fifo: "${name}"`, { field: 'name' });
@@ -225,7 +225,7 @@ export function createQueues(deps: {
     },
     async update(name: string, attributes: Partial<Omit<QueueAttributes, 'fifo'>>): Promise<QueueInfo> {
       const row = existing(name);
-      const { patch } = checkAttributes(attributes, false);
+      const { patch } = readInput('Queue attributes', () => checkAttributes(attributes, false));
       if (!row.fifo && (patch.contentDedupe !== undefined || patch.dedupeWindowMs !== undefined)) {
         throw invalid('contentDedupe and dedupeWindowMs are for FIFO queues', { field: patch.contentDedupe !== undefined ? 'contentDedupe' : 'dedupeWindowMs' });
       }
@@ -254,7 +254,7 @@ export function createQueues(deps: {
     },
     async tag(name: string, tags: Record<string, string>): Promise<void> {
       const row = existing(name);
-      const merged = checkTags({ ...row.tags, ...checkTags(tags) });
+      const merged = readInput('Tags', () => checkTags({ ...row.tags, ...checkTags(tags) }));
       const now = clock.now();
       storage.transaction(() => storage.open().queues.setTags(name, merged, now));
       directory.forget(name);

@@ -369,6 +369,17 @@ describe('owner-mode consumers', () => {
       ['q', { leaseMs: 43_200_001 }],
       ['q', { timeoutMs: -1 }],
       ['q', { signal: {} }],
+      [
+        'q',
+        {
+          where: Object.defineProperty({}, 'k', {
+            get: () => {
+              throw new Error('getter failed');
+            },
+            enumerable: true,
+          }),
+        },
+      ],
       // SQLite refuses a where of about 1,000 conditions with a storage error; it is refused first.
       ['q', { where: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) }],
     ] as [string | string[], object][]) {

@@ -44,6 +44,23 @@ describe('queues', () => {
     expect((await spool.stats()).queues.orders).toBeUndefined();
   });
 
+  it('attributes or tags that throw when read are INVALID_ARGUMENT, and change nothing', async () => {
+    const spool = spools.open();
+    await spool.queues.create('kept', {}, { tags: { team: 'a' } });
+    const throwing = () =>
+      Object.defineProperty({}, 'visibilityTimeoutMs', {
+        get: () => {
+          throw new Error('getter failed');
+        },
+        enumerable: true,
+      });
+    for (const call of [spool.queues.create('new', throwing()), spool.queues.create('new', {}, { tags: throwing() as Record<string, string> }), spool.queues.update('kept', throwing()), spool.queues.tag('kept', throwing() as Record<string, string>)]) {
+      expect(await rejection(call)).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('getter failed') });
+    }
+    expect(await spool.queues.list()).toEqual(['kept']);
+    expect(await spool.queues.tags('kept')).toEqual({ team: 'a' });
+  });
+
   it('refuses bad names and attributes, storing nothing', async () => {
     const spool = spools.open();
     const cases: [string, Promise<unknown>, string][] = [
