@@ -107,6 +107,8 @@ function checkTags(tags: unknown): Record<string, string> {
     if (key.length < 1 || key.length > 128 || typeof value !== 'string' || value.length > 256) {
       throw invalid(`Tag ${JSON.stringify(key.slice(0, 130))} needs a key of 1–128 characters and a string value of at most 256`, { field: 'tags', key: key.slice(0, 130) });
     }
+    // As a property it would set the object's prototype: the tag would vanish without a word.
+    if (key === '__proto__') throw invalid('A tag cannot be named "__proto__"', { field: 'tags', key });
     out[key] = value;
   }
   return out;

@@ -44,7 +44,7 @@ describe('queues', () => {
     expect((await spool.stats()).queues.orders).toBeUndefined();
   });
 
-  it('attributes or tags that throw when read are INVALID_ARGUMENT, and change nothing', async () => {
+  it('attributes or tags that throw when read, or a tag named __proto__, are INVALID_ARGUMENT, and change nothing', async () => {
     const spool = spools.open();
     await spool.queues.create('kept', {}, { tags: { team: 'a' } });
     const throwing = () =>
@@ -57,6 +57,8 @@ describe('queues', () => {
     for (const call of [spool.queues.create('new', throwing()), spool.queues.create('new', {}, { tags: throwing() as Record<string, string> }), spool.queues.update('kept', throwing()), spool.queues.tag('kept', throwing() as Record<string, string>)]) {
       expect(await rejection(call)).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('getter failed') });
     }
+    // A tag named __proto__ would set the tags object's prototype and vanish: refused too.
+    expect(await rejection(spool.queues.tag('kept', JSON.parse('{"__proto__": "v"}') as Record<string, string>))).toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(await spool.queues.list()).toEqual(['kept']);
     expect(await spool.queues.tags('kept')).toEqual({ team: 'a' });
   });
