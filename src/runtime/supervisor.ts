@@ -69,6 +69,8 @@ export function createSupervisor(deps: SupervisorDeps) {
       committer.wake();
     },
   });
+  /** True from a failed pass of the lease-expiry timer until one succeeds. */
+  let expiryFailing = false;
   const leases = createLeases(clock, (entry) => {
     const error = new SpoolError('TIMEOUT', `The handler of ${entry.queue} ran past its timeoutMs`);
     settler.settle(entry, { kind: 'fail', error: { code: 'TIMEOUT', message: error.message } });
@@ -122,13 +124,20 @@ export function createSupervisor(deps: SupervisorDeps) {
     if (!running) return;
     deps.expireLeases().then(
       () => {
+        expiryFailing = false;
         if (!running) return;
         claimer.refreshDelayed();
         const next = repo.nextLeaseExpiry();
         if (next !== null) timers.leaseAt(next);
       },
-      // The poll retries; a storage failure is reported by the commit that failed.
-      () => undefined,
+      // The poll arms the timer again. Said once per failure episode: leases that cannot be
+      // returned hold their messages until it ends.
+      (error: unknown) => {
+        if (expiryFailing || !running) return;
+        expiryFailing = true;
+        const code = error instanceof SpoolError ? error.code : 'STORAGE_ERROR';
+        events.emit({ type: 'error', code, message: `Could not return pull leases that ran out: ${(error as Error).message}`, at: clock.now() });
+      },
     );
   }
 

@@ -199,6 +199,39 @@ describe('owner-mode consumers', () => {
     expect((await spool.get(id))?.state).toBe('pending');
   });
 
+  it("says so once when its lease timer cannot return a lease, and returns it once it can", async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: { processor: { pollIntervalMs: 3_600_000 } } });
+    await spool.queues.create('orders');
+    await spool.start();
+    const id = await spool.send('orders', { n: 1 });
+    await spool.receive('orders', { visibilityTimeoutMs: 500 });
+    // A fault in the store: no message row can change until the trigger goes.
+    const conn = spools.connect();
+    conn.exec("CREATE TRIGGER fault BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+    const errors: SpoolEvent[] = [];
+    const sub = spool.events$.subscribe((e) => {
+      if (e.type === 'error') errors.push(e);
+    });
+    const said = nextEvent(spool.events$, (e) => e.type === 'error');
+    clock.advance(501);
+    expect(await said).toMatchObject({ code: 'STORAGE_ERROR', message: expect.stringContaining('injected fault') });
+    expect((await spool.get(id))?.state).toBe('processing');
+    // Each poll arms the timer again, and each pass fails while the fault lasts: said only once.
+    await spool.settings.update({ processor: { pollIntervalMs: 100 } });
+    for (let i = 0; i < 3; i++) {
+      clock.advance(100);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await spool.get(id))?.state).toBe('processing');
+    conn.exec('DROP TRIGGER fault');
+    const back = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === id && e.to === 'pending');
+    clock.advance(100);
+    await back;
+    sub.unsubscribe();
+    expect(errors).toHaveLength(1);
+  });
+
   it('extend() moves the lease deadline, up to 12 h after the hand-out', async () => {
     const clock = createTestClock();
     const spool = spools.open({ clock });
