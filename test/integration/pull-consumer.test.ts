@@ -20,6 +20,20 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/**
+ * A started owner on a manual clock with a poll far away (only its lease timer returns leases),
+ * and one message of an SQS queue that its own handle received under a 500 ms lease.
+ */
+async function ownerWithLease() {
+  const clock = createTestClock();
+  const spool = spools.open({ clock, config: { processor: { pollIntervalMs: 3_600_000 } } });
+  await spool.queues.create('orders');
+  await spool.start();
+  const id = await spool.send('orders', { n: 1 });
+  await spool.receive('orders', { visibilityTimeoutMs: 500 });
+  return { clock, spool, id };
+}
+
 /** How many candidate queries (the lease's and the claim's) this process runs from here on. */
 function countCandidateQueries(): { n: number } {
   const count = { n: 0 };
@@ -187,12 +201,7 @@ describe('owner-mode consumers', () => {
   });
 
   it("a started owner arms the expiry of its own handle's leases at once", async () => {
-    const clock = createTestClock();
-    const spool = spools.open({ clock, config: { processor: { pollIntervalMs: 3_600_000 } } });
-    await spool.queues.create('orders');
-    await spool.start();
-    const id = await spool.send('orders', { n: 1 });
-    await spool.receive('orders', { visibilityTimeoutMs: 500 });
+    const { clock, spool, id } = await ownerWithLease();
     const back = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === id && e.to === 'pending');
     clock.advance(501);
     await back;
@@ -200,12 +209,7 @@ describe('owner-mode consumers', () => {
   });
 
   it("says so once when its lease timer cannot return a lease, and returns it once it can", async () => {
-    const clock = createTestClock();
-    const spool = spools.open({ clock, config: { processor: { pollIntervalMs: 3_600_000 } } });
-    await spool.queues.create('orders');
-    await spool.start();
-    const id = await spool.send('orders', { n: 1 });
-    await spool.receive('orders', { visibilityTimeoutMs: 500 });
+    const { clock, spool, id } = await ownerWithLease();
     // A fault in the store: no message row can change until the trigger goes.
     const conn = spools.connect();
     conn.exec("CREATE TRIGGER fault BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
