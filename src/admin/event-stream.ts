@@ -16,7 +16,10 @@ import type { AdminSource } from './source.js';
 const REPLAY_EVENTS = 2000;
 /** The reconnection delay suggested to EventSource, ms. */
 const RETRY_MS = 2000;
-/** A client whose unsent output passes this many bytes gets no message events until it drains. */
+/**
+ * A client whose unsent output passes this many bytes gets nothing more (events, ticks,
+ * heartbeats) until it drains: a page that stopped reading must not grow this process's memory.
+ */
 const MAX_BUFFERED_BYTES = 1 << 20;
 /** stats() may use at most 1/STATS_BUDGET of the time: a slow count is refreshed less often. */
 const STATS_BUDGET = 20;
@@ -77,8 +80,12 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
       kept[seq % REPLAY_EVENTS] = entry;
       for (const client of clients) deliver(client, entry);
     },
-    // The spool closed: the stream ends, and EventSource reconnects to whatever serves next.
-    complete: () => endAll(),
+    // The spool closed: the stream ends, and EventSource reconnects to whatever serves next (a
+    // reconnection to this handler is answered and ended at once: nothing will come).
+    complete: () => {
+      closed = true;
+      endAll();
+    },
   });
 
   function passes(filter: StreamFilter, event: { type: string; queue?: string }): boolean {
@@ -86,21 +93,31 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
     return filter.queues.length === 0 || event.queue === undefined || filter.queues.includes(event.queue);
   }
 
+  /** False while the client's unsent output is over MAX_BUFFERED_BYTES. */
+  const reading = (client: Client) => client.res.writableLength <= MAX_BUFFERED_BYTES;
+
   function deliver(client: Client, entry: Kept) {
     if (!passes(client.filter, entry.event as { type: string; queue?: string })) return;
-    if (entry.event.type.startsWith('message.')) {
+    const message = entry.event.type.startsWith('message.');
+    if (message) {
       // A page cannot draw 40,000 events a second: past the cap they are counted, not sent.
       const second = Math.floor(Date.now() / 1000);
       if (second !== client.second) {
         client.second = second;
         client.sentThisSecond = 0;
       }
-      if (client.sentThisSecond >= options.maxEventsPerSecond || client.res.writableLength > MAX_BUFFERED_BYTES) {
+      if (client.sentThisSecond >= options.maxEventsPerSecond) {
         client.dropped += 1;
         return;
       }
-      client.sentThisSecond += 1;
     }
+    if (!reading(client)) {
+      // Counted for message events (the next tick says so); other events are rare and stay in
+      // the replay buffer for a reconnection.
+      if (message) client.dropped += 1;
+      return;
+    }
+    if (message) client.sentThisSecond += 1;
     entry.data ??= JSON.stringify(entry.event);
     client.res.write(`id: ${epoch}-${entry.seq}\ndata: ${entry.data}\n\n`);
   }
@@ -122,7 +139,8 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
       }
       const rates = recorder.lastSecond();
       for (const client of clients) {
-        if (!passes(client.filter, { type: 'admin.tick' })) continue;
+        // A client that stopped reading gets no tick: the next one it can take says the same.
+        if (!passes(client.filter, { type: 'admin.tick' }) || !reading(client)) continue;
         const body: AdminTick = { type: 'admin.tick', at: now, stats, rates, dropped: client.dropped };
         client.dropped = 0;
         client.res.write(`data: ${JSON.stringify(body)}\n\n`);
@@ -134,7 +152,7 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
 
   function startTimers() {
     heartbeat ??= setInterval(() => {
-      for (const client of clients) client.res.write(': heartbeat\n\n');
+      for (const client of clients) if (reading(client)) client.res.write(': heartbeat\n\n');
     }, options.heartbeatMs);
     ticker ??= setInterval(() => void tick(), options.tickMs);
   }
@@ -162,7 +180,8 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
         'x-accel-buffering': 'no',
       });
       res.write(`retry: ${RETRY_MS}\n\n`);
-      if (closed) {
+      // A HEAD asks for the headers only (Node drops its body); a closed stream sends nothing more.
+      if (closed || req.method === 'HEAD') {
         res.end();
         return;
       }

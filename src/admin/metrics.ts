@@ -54,6 +54,14 @@ class TelemetryHistogram extends Histogram<string> {
     // The shape prom-client's own Histogram.get() returns; its typings hide `type` as an enum.
     return { name, help: this.metricHelp, type: 'histogram' as never, values, aggregator: 'sum', collect: () => {} };
   }
+
+  /**
+   * The text format (`registry.metrics()`) reads this method, where a metric has it, not get():
+   * without it /metrics showed the empty Histogram underneath (every bucket 0, default bounds).
+   */
+  async getForPromString(): ReturnType<Histogram<string>['get']> {
+    return this.get();
+  }
 }
 
 /**

@@ -1,6 +1,9 @@
 /** The admin handler's options and their defaults, in one place. */
 import { SpoolError } from '../errors.js';
 
+/** The longest interval a Node timer keeps (2^31 − 1 ms); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Options of createAdminHandler. */
 export interface AdminHandlerOptions {
   /** Required on every request (page, API, SSE, /metrics) as `Authorization: Bearer …` or `?token=`. */
@@ -38,9 +41,11 @@ export interface ResolvedAdminOptions {
 
 /** Fills in the defaults; throws INVALID_OPTIONS on an option that cannot work. */
 export function resolveAdminOptions(options: AdminHandlerOptions = {}): ResolvedAdminOptions {
-  const positive = (name: string, value: number | undefined, fallback: number) => {
+  const positive = (name: string, value: number | undefined, fallback: number, max: number) => {
     const v = value ?? fallback;
-    if (!Number.isInteger(v) || v < 1) throw new SpoolError('INVALID_OPTIONS', `Expected admin option ${name} to be a positive integer, got ${String(value)}`);
+    if (!Number.isInteger(v) || v < 1 || v > max) {
+      throw new SpoolError('INVALID_OPTIONS', `Expected admin option ${name} to be an integer from 1 to ${max}, got ${String(value)}`);
+    }
     return v;
   };
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
@@ -52,8 +57,8 @@ export function resolveAdminOptions(options: AdminHandlerOptions = {}): Resolved
     detached: options.detached ?? false,
     allowedOrigins: options.allowedOrigins ?? [],
     allowedHosts: options.allowedHosts,
-    heartbeatMs: positive('heartbeatMs', options.heartbeatMs, 15_000),
-    tickMs: positive('tickMs', options.tickMs, 1000),
-    maxEventsPerSecond: positive('maxEventsPerSecond', options.maxEventsPerSecond, 500),
+    heartbeatMs: positive('heartbeatMs', options.heartbeatMs, 15_000, MAX_TIMER_MS),
+    tickMs: positive('tickMs', options.tickMs, 1000, MAX_TIMER_MS),
+    maxEventsPerSecond: positive('maxEventsPerSecond', options.maxEventsPerSecond, 500, Number.MAX_SAFE_INTEGER),
   };
 }

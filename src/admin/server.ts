@@ -13,11 +13,11 @@ import type { SpoolOptions } from '../options.js';
 import { createSpool } from '../spool.js';
 import { createAdminHandler, type AdminHandler } from './handler.js';
 import type { AdminHandlerOptions } from './options.js';
+import { loopbackHosts } from './security.js';
 import type { AdminSource } from './source.js';
 
 /** The default port of `spool admin`. */
 export const DEFAULT_ADMIN_PORT = 9325;
-const LOOPBACK = ['127.0.0.1', 'localhost', '[::1]'];
 
 /** Where and how to listen. */
 export interface ListenOptions {
@@ -25,7 +25,12 @@ export interface ListenOptions {
   port?: number;
   /** Interface to bind (default '127.0.0.1': reachable from this machine only). */
   host?: string;
+  /** How long close() waits for requests in progress before it cuts their connections, ms (default 10,000). */
+  closeTimeoutMs?: number;
 }
+
+/** The default of `closeTimeoutMs`: as long as the SQS server's. */
+const CLOSE_TIMEOUT_MS = 10_000;
 
 /** A running admin server. */
 export interface AdminServer {
@@ -40,13 +45,17 @@ export interface AdminServer {
 
 /** Serves the admin handler for `source` on its own HTTP server. */
 export async function serveAdmin(source: AdminSource, options: ListenOptions & AdminHandlerOptions = {}, onClose?: () => Promise<void> | void): Promise<AdminServer> {
-  const { port = DEFAULT_ADMIN_PORT, host = '127.0.0.1', ...handlerOptions } = options;
-  const handler = createAdminHandler(source, {
-    // On a loopback address, a page on another site that rebinds its DNS name to 127.0.0.1 must
-    // not reach the API through the browser: only loopback Host headers are served.
-    ...(LOOPBACK.includes(host) ? { allowedHosts: LOOPBACK } : {}),
-    ...handlerOptions,
-  });
+  const { port = DEFAULT_ADMIN_PORT, host = '127.0.0.1', closeTimeoutMs = CLOSE_TIMEOUT_MS, ...handlerOptions } = options;
+  let handler: AdminHandler;
+  try {
+    if (!Number.isFinite(closeTimeoutMs) || closeTimeoutMs < 0) throw new SpoolError('INVALID_OPTIONS', `Expected closeTimeoutMs to be ≥ 0, got ${String(closeTimeoutMs)}`);
+    const allowedHosts = loopbackHosts(host);
+    handler = createAdminHandler(source, { ...(allowedHosts ? { allowedHosts } : {}), ...handlerOptions });
+  } catch (error) {
+    // What the caller opened for this server (startAdminServer's spool) closes with it.
+    await onClose?.();
+    throw error;
+  }
   const server = createServer(handler);
   try {
     await new Promise<void>((resolveListen, reject) => {
@@ -73,7 +82,13 @@ export async function serveAdmin(source: AdminSource, options: ListenOptions & A
       closing ??= (async () => {
         handler.close();
         await new Promise<void>((done) => {
-          server.close(() => done());
+          // A client that sent half a request is not idle, and would hold close() open until
+          // Node's headersTimeout (a minute): past closeTimeoutMs its connection is cut.
+          const cut = setTimeout(() => server.closeAllConnections(), closeTimeoutMs);
+          server.close(() => {
+            clearTimeout(cut);
+            done();
+          });
           // Idle keep-alive sockets would hold close() open until they time out.
           server.closeIdleConnections();
         });

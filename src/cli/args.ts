@@ -49,13 +49,15 @@ Schedules:
 
 Serving:
   spool serve --db <file> [--config <file>] [--host 127.0.0.1] [--port 9324] [--public-url <url>]
-              [--region us-east-1] [--auth-keys <file.json>]
+              [--region us-east-1] [--auth-keys <file.json>] [--token <t>]
       Starts the spool (it takes the owner lock: one serve per file) and serves the Amazon SQS API
       (JSON 1.0 and Query) on host:port, with the dashboard under /admin/ and metrics at /metrics.
       Prints the SQS endpoint and the admin URL, one line each, then runs until SIGINT or
       SIGTERM, when it stops gracefully and exits 0. --public-url is the base of the queue URLs
       handed out (default: the request's Host). --auth-keys names a JSON file {"AKID": "secret"}:
-      only requests signed (SigV4) with one of those keys are served. Creates the file if missing.
+      only requests signed (SigV4) with one of those keys are served. --token guards the dashboard,
+      its API and /metrics as in spool admin; with --auth-keys and no --token they are not served.
+      Creates the file if missing.
 
 Dashboard:
   spool admin --db <file> [--config <file>] [--port 9325] [--host 127.0.0.1] [--token <t>] [--read-only]
@@ -97,7 +99,7 @@ export type CliCommand =
   | { name: 'schedules list'; db: string; config?: string }
   | { name: 'schedules upsert'; db: string; config?: string; schedule: string; spec: string }
   | { name: 'schedules remove'; db: string; config?: string; schedule: string }
-  | { name: 'serve'; db: string; config?: string; host: string; port: number; publicUrl?: string; region?: string; authKeys?: string }
+  | { name: 'serve'; db: string; config?: string; host: string; port: number; publicUrl?: string; region?: string; authKeys?: string; token?: string }
   | { name: 'admin'; db: string; config?: string; port: number; host: string; token?: string; readOnly: boolean };
 
 /** A command that works on a database file (every command but help and version). */
@@ -149,7 +151,7 @@ const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[
   'schedules list': { options: ['db', 'config'], args: [] },
   'schedules upsert': { options: ['db', 'config'], args: ['<name>', '<json spec>'] },
   'schedules remove': { options: ['db', 'config'], args: ['<name>'] },
-  serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys'], args: [] },
+  serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys', 'token'], args: [] },
   admin: { options: ['db', 'config', 'port', 'host', 'token', 'read-only'], args: [] },
 };
 
@@ -246,6 +248,7 @@ export function parseCli(argv: string[]): CliCommand {
     case 'schedules remove':
       return { name, ...common, schedule: args[0]! };
     case 'serve':
+      if (values.token === '') throw new UsageError('Expected --token to be a non-empty string');
       return {
         name,
         ...common,
@@ -254,6 +257,7 @@ export function parseCli(argv: string[]): CliCommand {
         ...(values['public-url'] === undefined ? {} : { publicUrl: values['public-url'] }),
         ...(values.region === undefined ? {} : { region: values.region }),
         ...(values['auth-keys'] === undefined ? {} : { authKeys: values['auth-keys'] }),
+        ...(values.token === undefined ? {} : { token: values.token }),
       };
     case 'admin': {
       if (values.host === '') throw new UsageError('Expected --host to name an interface, got ""');

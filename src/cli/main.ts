@@ -2,10 +2,24 @@
 import { createProgressBar } from './progress.js';
 import { runCli } from './run.js';
 
+// A reader that went away (`spool dead … | head`) must not end the command halfway with an
+// unhandled EPIPE: the command finishes (a requeue still requeues, the spool closes) and the
+// output it cannot take is dropped.
+const gone = new Set<NodeJS.WriteStream>();
+const writer = (stream: NodeJS.WriteStream) => {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    gone.add(stream);
+  });
+  return (text: string) => {
+    if (!gone.has(stream)) stream.write(text);
+  };
+};
+
 // exitCode instead of process.exit(): stdout is a pipe in scripts, and exit() can cut it short.
 process.exitCode = await runCli(process.argv.slice(2), {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
+  stdout: writer(process.stdout),
+  stderr: writer(process.stderr),
   stdoutIsTTY: process.stdout.isTTY === true,
   // Progress only on a terminal: piped stderr stays a clean log.
   ...(process.stderr.isTTY ? { progress: () => createProgressBar(process.stderr) } : {}),

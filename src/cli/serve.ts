@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSpool, createSqsServer, SpoolError, type Spool, type SqsServer } from '../index.js';
 import { createAdminHandler } from '../admin/handler.js';
+import { loopbackHosts } from '../admin/security.js';
 import type { CliCommand } from './args.js';
 import type { CliIo } from './run.js';
 
@@ -64,9 +65,10 @@ export async function serve(command: ServeCommand, io: CliIo, describeError: (er
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     try {
-      // Long polls answer empty first, so no message stays claimed by a client that went away.
-      await sqs?.close();
+      // The dashboard's event streams end first: the server's close waits for open responses.
+      // Long polls answer empty, so no message stays claimed by a client that went away.
       admin?.close();
+      await sqs?.close();
       await spool?.close();
     } catch (error) {
       io.stderr(`${describeError(error)}\n`);
@@ -91,15 +93,21 @@ function readAuthKeys(path: string): Record<string, string> {
 }
 
 /**
- * The admin dashboard, API and metrics beside SQS on the same port (under /admin/ and /metrics).
- * Serve runs without it (saying so) if it cannot be built.
+ * The admin dashboard, API and metrics beside SQS on the same port (under /admin/ and /metrics),
+ * guarded by `--token` when given. Not mounted under `--auth-keys` without a token: strict auth
+ * must not leave an unsigned way to change settings or delete messages. Serve runs without it
+ * (saying so) then, or if it cannot be built.
  */
 async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promise<{ handle: (req: IncomingMessage, res: ServerResponse) => void; close(): void } | undefined> {
+  if (command.authKeys !== undefined && command.token === undefined) {
+    io.stderr('spool serve: --auth-keys without --token: the dashboard, its API and /metrics are not served (give --token to serve them)\n');
+    return undefined;
+  }
   try {
     // On loopback, only loopback Host headers reach the admin API (a rebound DNS name does not).
-    const loopback = ['127.0.0.1', 'localhost', '[::1]'];
-    const onLoopback = loopback.includes(command.host) || command.host === '::1';
-    const handler = createAdminHandler(spool, onLoopback ? { allowedHosts: loopback } : {});
+    const allowedHosts = loopbackHosts(command.host);
+    if (allowedHosts === undefined && command.token === undefined) io.stderr(warnOpenAdmin('spool serve', command.host));
+    const handler = createAdminHandler(spool, { ...(allowedHosts ? { allowedHosts } : {}), ...(command.token === undefined ? {} : { token: command.token }) });
     return {
       handle: (req, res) => handler(req, res),
       close() {
@@ -110,4 +118,9 @@ async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promi
     io.stderr(`spool serve: the admin handler is not available (${(error as Error).message}); serving SQS only\n`);
     return undefined;
   }
+}
+
+/** The warning for an admin API on a non-loopback interface without a token. */
+export function warnOpenAdmin(command: string, host: string): string {
+  return `${command}: warning: the admin API on ${host} has no --token: anyone who can connect can read its messages, change settings and delete messages\n`;
 }

@@ -66,6 +66,8 @@ export function openSse(url: string, headers: Record<string, string> = {}) {
   let status = 0;
   let markEnded: () => void = () => {};
   const ended = new Promise<void>((resolve) => (markEnded = resolve));
+  // 'server': the response ended as a stream ends; 'cut': the connection failed or was aborted.
+  let endedBy: 'server' | 'cut' | undefined;
   const ready = fetch(url, { headers, signal: controller.signal }).then(async (res) => {
     status = res.status;
     if (!res.body) return;
@@ -75,7 +77,10 @@ export function openSse(url: string, headers: Record<string, string> = {}) {
       try {
         for (;;) {
           const { value, done } = await reader.read();
-          if (done) return markEnded();
+          if (done) {
+            endedBy = 'server';
+            return markEnded();
+          }
           buffer += value;
           let cut: number;
           while ((cut = buffer.indexOf('\n\n')) >= 0) {
@@ -98,7 +103,8 @@ export function openSse(url: string, headers: Record<string, string> = {}) {
           }
         }
       } catch {
-        // aborted
+        // aborted, or the connection was cut
+        endedBy = 'cut';
         markEnded();
       }
     })();
@@ -108,6 +114,10 @@ export function openSse(url: string, headers: Record<string, string> = {}) {
     ready,
     /** Resolves when the server ends the stream (or it is aborted). */
     ended,
+    /** How it ended, once it has. */
+    get endedBy() {
+      return endedBy;
+    },
     frames,
     get status() {
       return status;

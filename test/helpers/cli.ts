@@ -18,9 +18,10 @@ export const CLI_TIMEOUT_MS = 25_000;
 /**
  * Runs `node bin/spool.mjs ...args` from the project root with stdout and stderr piped. With
  * `tty`, runs it under util-linux `script`, so stdin, stdout and stderr are one pseudo-terminal:
- * everything it writes then arrives (with CRLF line ends) in `stdout`.
+ * everything it writes then arrives (with CRLF line ends) in `stdout`. With `closeStdout`, the
+ * read end of its stdout is closed before it writes anything.
  */
-export function runBin(args: string[], options: { tty?: boolean } = {}): Promise<CliRun> {
+export function runBin(args: string[], options: { tty?: boolean; closeStdout?: boolean } = {}): Promise<CliRun> {
   const env = { ...process.env };
   delete env.SPOOL_CRASH_POINT;
   const argv = [process.execPath, 'bin/spool.mjs', ...args];
@@ -31,7 +32,9 @@ export function runBin(args: string[], options: { tty?: boolean } = {}): Promise
     const child = spawn(command, commandArgs as string[], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: CLI_TIMEOUT_MS });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    // A reader that went away at once (`spool … | head -c 0`): the command's writes meet EPIPE.
+    if (options.closeStdout) child.stdout.destroy();
+    else child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));

@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../scripts/build-admin.mjs';
 import { messageMachine, type Spool } from '../../src/index.js';
 import { call, openSse, serveAdminFor } from '../helpers/admin.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { useTempSpools } from '../helpers/spool.js';
+import { until } from '../helpers/until.js';
 
 const temp = useTempSpools();
 const sse: { close(): void }[] = [];
@@ -471,5 +474,53 @@ describe('admin API: the page and the event stream', () => {
     const after = await call(base, '/admin/api/events');
     expect(after.status).toBe(200);
     expect(after.text).toBe('retry: 2000\n\n');
+  });
+
+  it('ends a stream opened after the spool closed at once, as one opened after close()', async () => {
+    const spool = temp.open();
+    const { base } = await serveAdminFor(temp, spool, { heartbeatMs: 20, tickMs: 20 });
+    const live = openSse(`${base}/admin/api/events`);
+    sse.push(live);
+    await live.nextEvent((e) => e.type === 'admin.tick');
+    await spool.close();
+    await live.ended;
+    // An EventSource reconnects: it must not hang on a spool that will say nothing more.
+    const after = await call(base, '/admin/api/events');
+    expect(after.status).toBe(200);
+    expect(after.text).toBe('retry: 2000\n\n');
+  });
+
+  it('answers HEAD on the event stream with its headers and an ended response', async () => {
+    const { base } = await running({ heartbeatMs: 20, tickMs: 20 });
+    const res = await call(base, '/admin/api/events', { method: 'HEAD' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    expect(res.text).toBe('');
+  });
+
+  it('stops writing to a client that stopped reading once its unsent output passes 1 MiB', { timeout: 30_000 }, async () => {
+    const { spool, server, base } = await running({ heartbeatMs: 5, tickMs: 5 });
+    // 300 queues make each tick's counts about 20 KB: a client that reads nothing falls behind fast.
+    for (let q = 0; q < 300; q++) await spool.send(`queue-${q}`, { q });
+    const responses: ServerResponse[] = [];
+    server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (req.url?.startsWith('/admin/api/events')) responses.push(res);
+    });
+    const socket = connect(Number(new URL(base).port), '127.0.0.1');
+    temp.onCleanup(() => socket.destroy());
+    socket.pause();
+    socket.write('GET /admin/api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await until(() => responses.length === 1, 'the stream request arrived');
+    const res = responses[0]!;
+    // Once the socket's buffers are full, what the server still writes stays in its memory.
+    await until(() => res.writableLength > 1 << 20, 'the unsent output passed 1 MiB', 20_000);
+    const peak = () => res.writableLength;
+    let highest = peak();
+    for (let i = 0; i < 40; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      highest = Math.max(highest, peak());
+    }
+    // At most one write past the cap: a tick of this spool's counts.
+    expect(highest).toBeLessThan((1 << 20) + 64 * 1024);
   });
 });

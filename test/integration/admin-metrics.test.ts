@@ -1,6 +1,7 @@
 import { register as defaultRegistry, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { METRIC_TYPES } from '../../src/admin/metrics.js';
+import { COMMIT_BUCKETS_MS } from '../../src/runtime/committer.js';
 import { registerMetrics } from '../../src/index.js';
 import { call, serveAdminFor } from '../helpers/admin.js';
 import { reached } from '../helpers/events.js';
@@ -93,7 +94,15 @@ describe('GET /metrics', () => {
     // Buckets are cumulative: never decreasing with le.
     const buckets = handler!.samples.filter((s) => s.name.endsWith('_bucket') && s.labels.queue === 'work').map((s) => s.value);
     expect(buckets).toEqual([...buckets].sort((a, b) => a - b));
-    expect(value(families.get('spool_commit_duration_seconds'), 'spool_commit_duration_seconds_bucket', { le: '+Inf' })).toBeGreaterThanOrEqual(0);
+    // The commit histogram is the core's own (telemetry().commit), its buckets in seconds.
+    const commits = families.get('spool_commit_duration_seconds')!;
+    const scraped = value(commits, 'spool_commit_duration_seconds_count')!;
+    expect(scraped).toBeGreaterThan(0);
+    expect(scraped).toBeLessThanOrEqual(spool.telemetry().commit.count);
+    expect(value(commits, 'spool_commit_duration_seconds_bucket', { le: '+Inf' })).toBe(scraped);
+    expect(value(commits, 'spool_commit_duration_seconds_sum')).toBeGreaterThan(0);
+    const bounds = commits.samples.filter((s) => s.name.endsWith('_bucket')).map((s) => s.labels.le);
+    expect(bounds).toEqual([...COMMIT_BUCKETS_MS.map((ms) => String(ms / 1000)), '+Inf']);
   });
 
   it('keeps counters monotonic across scrapes', async () => {

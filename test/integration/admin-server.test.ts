@@ -1,6 +1,9 @@
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startAdminServer } from '../../src/admin/server.js';
+import { resolveAdminOptions } from '../../src/admin/options.js';
+import { loopbackHosts } from '../../src/admin/security.js';
+import { serveAdmin, startAdminServer } from '../../src/admin/server.js';
 import { call, openSse } from '../helpers/admin.js';
 import { nextEvent } from '../helpers/events.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -43,4 +46,56 @@ describe('startAdminServer (npx spool admin --db file)', () => {
     temp.onCleanup(() => first.close());
     await expect(startAdminServer({ db: temp.path, port: first.port })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
   });
+
+  it('takes any loopback address for one: Host headers naming another host get 403', async () => {
+    expect(loopbackHosts('::1')).toEqual(['127.0.0.1', 'localhost', '[::1]']);
+    expect(loopbackHosts('[::1]')).toEqual(['127.0.0.1', 'localhost', '[::1]']);
+    expect(loopbackHosts('0:0:0:0:0:0:0:1')).toContain('[0:0:0:0:0:0:0:1]');
+    expect(loopbackHosts('LOCALHOST')).toContain('localhost');
+    for (const other of ['0.0.0.0', '::', '10.0.0.1', 'example.com', '::2', 'fe80::1', '128.0.0.1']) expect(loopbackHosts(other), other).toBeUndefined();
+
+    // 127.0.0.2 is loopback too (Linux routes 127.0.0.0/8 to lo).
+    const admin = await serveAdmin(temp.open(), { host: '127.0.0.2', port: 0 });
+    temp.onCleanup(() => admin.close());
+    const get = (host: string) => rawGet(admin.port, '127.0.0.2', '/admin/api/meta', host);
+    expect(await get(`127.0.0.2:${admin.port}`)).toMatch(/^HTTP\/1\.1 200/);
+    expect(await get(`localhost:${admin.port}`)).toMatch(/^HTTP\/1\.1 200/);
+    expect(await get(`evil.example:${admin.port}`)).toMatch(/^HTTP\/1\.1 403/);
+  });
+
+  it('cuts a connection that never finishes its request once closeTimeoutMs has passed', async () => {
+    const admin = await serveAdmin(temp.open(), { port: 0, closeTimeoutMs: 100 });
+    const socket = connect(admin.port, '127.0.0.1');
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    // Half a request: the server waits for the rest of its headers.
+    socket.write('GET /admin/api/meta HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await admin.close();
+    await closed;
+  });
+
+  it('refuses heartbeatMs and tickMs beyond what a Node timer keeps (2^31 − 1 ms)', () => {
+    for (const key of ['heartbeatMs', 'tickMs'] as const) {
+      expect(() => resolveAdminOptions({ [key]: 2 ** 31 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining(key) }));
+      expect(resolveAdminOptions({ [key]: 2 ** 31 - 1 })[key]).toBe(2 ** 31 - 1);
+    }
+  });
 });
+
+/** One GET over a raw socket with the given Host header; resolves with the status line. */
+function rawGet(port: number, address: string, path: string, host: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, address);
+    let text = '';
+    socket.on('data', (chunk) => {
+      text += chunk.toString('latin1');
+      if (text.includes('\r\n')) {
+        socket.destroy();
+        resolve(text.slice(0, text.indexOf('\r\n')));
+      }
+    });
+    socket.on('error', reject);
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+  });
+}

@@ -179,6 +179,20 @@ describe('spool requeue, purge and send (built bin)', { timeout: 60_000 }, () =>
   });
 });
 
+describe('spool with a reader that went away (built bin)', { timeout: 60_000 }, () => {
+  it('finishes the command, exits 0 and prints no stack when stdout is a closed pipe (EPIPE)', async () => {
+    const { smsDead } = await fixture();
+    const dead = await runBin(['dead', ...db()], { closeStdout: true });
+    expect(dead.code, dead.stderr).toBe(0);
+    expect(dead.stderr).toBe('');
+    // A change still lands in full: its output is what is lost, not its work.
+    const requeue = await runBin(['requeue', ...db('--queue', 'sms')], { closeStdout: true });
+    expect(requeue.code, requeue.stderr).toBe(0);
+    expect(requeue.stderr).toBe('');
+    expect(await states(smsDead)).toEqual(['pending']);
+  });
+});
+
 describe('spool day-two commands: bad input (built bin)', { timeout: 120_000 }, () => {
   it('each bad input exits non-zero with a coded message, prints nothing on stdout, and leaves the file byte-identical', async () => {
     const { emailDead } = await fixture();

@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteMessageCommand, ListQueuesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openSse } from '../helpers/admin.js';
 import { ROOT } from '../helpers/build.js';
 import { startBin, type RunningBin } from '../helpers/cli.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -112,7 +113,38 @@ describe('spool serve (CLI)', { timeout: 60_000 }, () => {
     clients.push(right, wrong);
     expect((await right.send(new ListQueuesCommand({}))).$metadata.httpStatusCode).toBe(200);
     await expect(wrong.send(new ListQueuesCommand({}))).rejects.toMatchObject({ name: 'SignatureDoesNotMatch' });
+    // Strict auth leaves no unsigned way in: without --token the admin API is not served at all.
+    expect(bin.stderr).toContain('--auth-keys without --token');
+    const unsigned = await fetch(`${endpoint}/admin/api/settings`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"accepting":false}' });
+    expect(unsigned.status).toBe(404);
+    expect((await fetch(`${endpoint}/metrics`)).status).toBe(404);
     expect(await stop(bin, 'SIGTERM')).toEqual({ code: 0, signal: null });
+    const spool = spools.open();
+    expect(spool.settings.get().accepting).toBe(true);
+  });
+
+  it('guards the admin API with --token, beside --auth-keys', async () => {
+    const keys = join(spools.dir, 'keys.json');
+    writeFileSync(keys, JSON.stringify({ AKIDLOCAL: 'right secret' }));
+    const { bin, endpoint } = await serve('--auth-keys', keys, '--token', 's3cret');
+    expect(await bin.line(/^Admin: /)).toBe(`Admin: ${endpoint}/admin/`);
+    const patch = (headers: Record<string, string>) =>
+      fetch(`${endpoint}/admin/api/settings`, { method: 'PATCH', headers: { 'content-type': 'application/json', ...headers }, body: '{"accepting":false}' });
+    expect((await patch({})).status).toBe(401);
+    expect((await fetch(`${endpoint}/metrics`)).status).toBe(401);
+    expect((await patch({ authorization: 'Bearer s3cret' })).status).toBe(200);
+    expect(await stop(bin, 'SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(spools.open().settings.get().accepting).toBe(false);
+  });
+
+  it('ends open dashboard streams on SIGTERM instead of waiting for them', async () => {
+    const { bin, endpoint } = await serve();
+    const stream = openSse(`${endpoint}/admin/api/events`);
+    await stream.nextEvent((e) => e.type === 'admin.tick');
+    expect(await stop(bin, 'SIGTERM')).toEqual({ code: 0, signal: null });
+    await stream.ended;
+    // Ended by the dashboard's close, not cut after the server's closeTimeoutMs (10 s) ran out.
+    expect(stream.endedBy).toBe('server');
   });
 
   it('runs examples/sqs-client.ts against it', async () => {
