@@ -468,6 +468,10 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         deltas.add(t.queue, t.state, 1);
         if (done) deltas.tally(t.state === 'done' ? 'completed' : 'dead');
         if (t.group != null && !LIVE.includes(t.state)) promoteGroup(t.queue, t.group);
+        // A finished message back to life (a requeue) keeps the head flag it left with, while the
+        // group's next message heads it now: the group's head is decided again, or two of its
+        // messages would run at once.
+        else if (t.group != null && !LIVE.includes(t.expectState)) rehead.run(t.queue, t.group);
       }
       return changed;
     },
@@ -574,11 +578,6 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         }
       }
       return moved;
-    },
-    /** Recomputes a group's head (after a dead letter of it comes back to life). */
-    rehead(queue: string, group: string): void {
-      deltas.beforeChange();
-      rehead.run(queue, group);
     },
     /** A statement prepared once per SQL text (the query builders' dynamic SQL). */
     statement(text: string): Database.Statement {

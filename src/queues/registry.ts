@@ -303,7 +303,7 @@ export function createQueues(deps: {
             }
             // Its counts start over, as a new message's; then it changes queues, keeping its id.
             const next = machine.step(state, { type: 'REDRIVE', at: now });
-            if (!repo.write(transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now, { group: row.grp }))) continue;
+            if (!repo.write(transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now))) continue;
             if (repo.move({ seq: row.seq, queue: dlq, state: 'pending', grp: row.grp }, to, null, now)) {
               n += 1;
               touched.add(to);

@@ -195,7 +195,7 @@ export function createClaimer(
       const ok = drop
         ? repo.remove(row.seq, row.queue, 'pending', null, row.grp, { to: next.value, attempt: next.context.attempt, at: now, reason: 'deleted' })
         : repo.write(transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now, { code: error.code, via: 'activating' }));
-      if (ok) result.dispositions.push({ row, to: next.value, attempt: next.context.attempt, error });
+      if (ok) settledAtClaim(row, result, { row, to: next.value, attempt: next.context.attempt, error });
       return;
     }
     // The row keeps the wall-clock deadline (other processes read it); this process times the
@@ -237,8 +237,18 @@ export function createClaimer(
   /** A row whose state or payload cannot be read goes to dead with CORRUPT_ROW. */
   function corrupt(row: MessageRow, cause: unknown, now: number, result: ClaimResult | null): boolean {
     const done = deadLetterCorrupt(repo, row, cause, now);
-    if (done && result) result.dispositions.push({ row, to: 'dead', attempt: done.dead.context.attempt, error: done.error });
+    if (done && result) settledAtClaim(row, result, { row, to: 'dead', attempt: done.dead.context.attempt, error: done.error });
     return done !== undefined;
+  }
+
+  /**
+   * A row the claim finished without a handler. Its group's next message heads the group now:
+   * its queue is hot again (the candidate query that found this head may have cooled it), so the
+   * claim that follows this commit finds it, rather than the next poll.
+   */
+  function settledAtClaim(row: MessageRow, result: ClaimResult, disposition: ClaimResult['dispositions'][number]) {
+    result.dispositions.push(disposition);
+    if (row.grp !== null) queues.heat(row.queue);
   }
 
   return { plan, claim, corrupt, knowDelayed, refreshDelayed };

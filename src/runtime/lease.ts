@@ -189,7 +189,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     const redrive = directory.attributes(row.queue).deadLetter;
     if (redrive && pending.context.deliveries >= redrive.maxReceiveCount) {
       // Handing it out would pass maxReceiveCount: to the dead-letter queue instead (SQS redrive).
-      if (!repo.write(transitionRow(row, { state: 'pending', token: null }, activating, { token: null, owner: null }, now, { group: row.grp }))) return undefined;
+      if (!repo.write(transitionRow(row, { state: 'pending', token: null }, activating, { token: null, owner: null }, now))) return undefined;
       log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'pending', to: 'activating', attempt: activating.context.attempt });
       const error = { code: 'MAX_RECEIVES', message: `Received ${pending.context.deliveries} times, the queue's maxReceiveCount` };
       return applyTransition(repo, row, activating, null, { type: 'REJECT', at: now, error }, now, log, directory.dlqOf) ? MOVED : undefined;
@@ -197,7 +197,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     const leaseExpiresAt = now + req.leaseMs(row.queue);
     const processing = machine.step(activating, { type: 'START', at: now, leaseExpiresAt });
     const token = `${now.toString(36)}.${randomUUID()}`;
-    const ok = repo.write(transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: req.owner }, now, { group: row.grp, handedOut: true }));
+    const ok = repo.write(transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: req.owner }, now, { handedOut: true }));
     if (!ok) return undefined;
     log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'pending', to: 'activating', attempt: processing.context.attempt });
     log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'activating', to: 'processing', attempt: processing.context.attempt });
@@ -222,7 +222,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
       const next = machine.step(state, { type: 'COMPLETE', at: now });
       const keep = settings.get().retention.doneMs > 0;
       const ok = keep
-        ? repo.write(transitionRow(row, { state: 'processing', token }, next, { token: null, owner: null }, now, { group: row.grp }))
+        ? repo.write(transitionRow(row, { state: 'processing', token }, next, { token: null, owner: null }, now))
         : repo.remove(row.seq, row.queue, 'processing', token, row.grp, { to: 'done', attempt: next.context.attempt, at: now, reason: 'done' });
       if (!ok) return undefined;
       log.push({ kind: 'state', id: row.id, queue: row.queue, from: 'processing', to: 'done', attempt: next.context.attempt });

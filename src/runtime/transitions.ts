@@ -50,7 +50,7 @@ export function applyTransition(
 ): MessageMachineState | undefined {
   const next = machine.step(from, event);
   const code = event.type === 'FAIL' || event.type === 'REJECT' ? event.error.code : undefined;
-  const ok = repo.write(transitionRow(row, { state: from.value, token }, next, lease, now, { group: row.grp, handedOut: lease.handedOut ?? false, code }));
+  const ok = repo.write(transitionRow(row, { state: from.value, token }, next, lease, now, { handedOut: lease.handedOut ?? false, code }));
   if (!ok) return undefined;
   if (event.type === 'FAIL' || event.type === 'REJECT') log.push({ kind: 'error', id: row.id, queue: row.queue, error: event.error });
   log.push({ kind: 'state', id: row.id, queue: row.queue, from: from.value, to: next.value, attempt: next.context.attempt });
@@ -58,7 +58,7 @@ export function applyTransition(
   const dlq = dlqOf(row.queue);
   if (dlq === null || dlq === row.queue) return next;
   const revived = machine.step(next, { type: 'REQUEUE', at: now });
-  if (!repo.write(transitionRow(row, { state: 'dead', token: null }, revived, { token: null, owner: null }, now, { group: row.grp }))) return next;
+  if (!repo.write(transitionRow(row, { state: 'dead', token: null }, revived, { token: null, owner: null }, now))) return next;
   repo.move({ seq: row.seq, queue: row.queue, state: 'pending', grp: row.grp }, dlq, row.queue, now);
   log.push({ kind: 'state', id: row.id, queue: dlq, from: 'dead', to: 'pending', attempt: revived.context.attempt });
   return revived;
@@ -72,8 +72,8 @@ export function applyTransition(
 export function deadLetterCorrupt(repo: Repository, row: MessageRow, cause: unknown, now: number): { error: StoredError; dead: MessageMachineState } | undefined {
   const error: StoredError = { code: 'CORRUPT_ROW', message: `Unreadable row: ${(cause as Error).message}` };
   const dead = deadLetter(row.visibleAt, now, error);
-  // With its group named, the write promotes the group's next message: a dead head left as head
-  // would hold its whole group back.
-  const ok = repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now, { group: row.grp }));
+  // The write promotes the group's next message (transitionRow names the group): a dead head
+  // left as head would hold its whole group back.
+  const ok = repo.write(transitionRow(row, { state: row.state, token: row.leaseToken }, dead, { token: null, owner: null }, now));
   return ok ? { error, dead } : undefined;
 }

@@ -6,7 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CANDIDATES_SQL } from '../../src/db/repository.js';
+import { NonRetryableError } from '../../src/index.js';
 import { rejection } from '../helpers/errors.js';
+import { createBaton } from '../helpers/gate.js';
 import { reached } from '../helpers/events.js';
 import { readDb } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -71,6 +73,44 @@ describe('message groups', () => {
     clock.advance(1000);
     expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.payload).toEqual({ n: 0 });
     expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.payload).toEqual({ n: 1 });
+  });
+
+  it('a head that goes dead for want of a consumer lets the next of its group go the same way, at once', async () => {
+    // A poll an hour apart: the next head must be claimed because its group moved, not by a poll.
+    const spool = spools.open({ config: { processor: { pollIntervalMs: 3_600_000 } } });
+    const ids: string[] = [];
+    for (let n = 0; n < 3; n++) ids.push(await spool.send('orphan', { n }, { group: 'g' }));
+    const dead = reached(spool.events$, 'dead', 3, 'orphan');
+    await spool.start();
+    // Each dead head promotes the next, which the claim finds without a consumer too.
+    expect((await dead).map((e) => (e as { id: string }).id)).toEqual(ids);
+    expect(readDb(spools.path, (c) => c.prepare(`SELECT count(*) AS n FROM messages WHERE state = 'pending'`).get())).toEqual({ n: 0 });
+  });
+
+  it('a requeued dead letter waits for the message of its group in flight, then goes by its send order', async () => {
+    const spool = spools.open({ config: { executor: { concurrency: 4 } } });
+    const baton = createBaton();
+    const order: string[] = [];
+    spool.register<{ n: number }>('jobs', async (m) => {
+      order.push(`start ${m.payload.n}`);
+      if (m.payload.n === 1 && m.deliveries === 1) throw new NonRetryableError('first time');
+      if (m.payload.n === 2) await baton.enter();
+      order.push(`end ${m.payload.n}`);
+    });
+    const [first] = await spool.sendBatch('jobs', [{ n: 1 }, { n: 2 }, { n: 3 }], { group: 'g' });
+    const dead = reached(spool.events$, 'dead', 1, 'jobs');
+    await spool.start();
+    await dead;
+    await baton.arrived(1);
+    // Back to life while message 2 of its group is in flight: it must not run beside it.
+    expect(await spool.requeue(first!)).toBe(1);
+    const done = reached(spool.events$, 'done', 3, 'jobs');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(order).toEqual(['start 1', 'start 2']);
+    baton.openForever();
+    await done;
+    expect(baton.max).toBe(1);
+    expect(order).toEqual(['start 1', 'start 2', 'end 2', 'start 1', 'end 1', 'start 3', 'end 3']);
   });
 
   it('keeps the claim on its partial index (no scan, no temp B-tree)', async () => {

@@ -43,6 +43,18 @@ async function sendOne(path: string): Promise<string> {
   }
 }
 
+/** Sends payloads one by one into group `g`, from a producer that never takes the lock. */
+async function sendGrouped(path: string, payloads: unknown[]): Promise<string[]> {
+  const producer = createSpool({ path, config: CONFIG });
+  try {
+    const ids: string[] = [];
+    for (const payload of payloads) ids.push(await producer.send('jobs', payload, { group: 'g' }));
+    return ids;
+  } finally {
+    await producer.close();
+  }
+}
+
 function readRow(path: string, id: string) {
   return readDb(path, (other) =>
     other
@@ -115,9 +127,10 @@ describe('SIGKILL mid-handler', () => {
     expect(readRow(path, id)).toBeUndefined();
   });
 
-  it('a handler that always kills its process ends dead with CRASH_LOOP after maxCrashes restarts', async () => {
+  it('a handler that always kills its process ends dead with CRASH_LOOP after maxCrashes restarts; its group goes on', async () => {
     const { path, marker } = setup();
-    const id = await sendOne(path);
+    // The head of a group, with one more message behind it that must run once the head is dead.
+    const [id, after] = (await sendGrouped(path, [{ task: 'crash me' }, { task: 'after' }])) as [string, string];
     const maxCrashes = CONFIG.queueDefaults.maxCrashes;
 
     for (let run = 1; run <= maxCrashes; run++) {
@@ -132,10 +145,11 @@ describe('SIGKILL mid-handler', () => {
 
     // The next start gives up on the message instead of running it again.
     const spool = openSpool();
-    let ran = false;
-    spool.register('jobs', () => {
-      ran = true;
+    const ran: string[] = [];
+    spool.register('jobs', (m) => {
+      ran.push(m.id);
     });
+    const afterDone = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === after && e.to === 'done');
     const error = nextEvent(spool.events$, (e) => e.type === 'message.error' && e.id === id);
     const dead = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === id && e.to === 'dead');
     const recovered = nextEvent(spool.events$, (e) => e.type === 'spool.recovered');
@@ -152,7 +166,9 @@ describe('SIGKILL mid-handler', () => {
     expect(ends).toEqual([...Array.from({ length: maxCrashes - 1 }, () => 'pending CRASHED'), 'dead CRASH_LOOP']);
     expect(readRow(path, id)).toMatchObject({ state: 'dead', value: 'dead', errorCode: 'CRASH_LOOP', leased: 0 });
     expect(await spool.dead('jobs')).toHaveLength(1);
-    expect(ran).toBe(false);
+    // The dead head let its group's next message go: it runs, and the dead one never did here.
+    await afterDone;
+    expect(ran).toEqual([after]);
     expect(markerLines(marker)).toHaveLength(maxCrashes);
   });
 });
