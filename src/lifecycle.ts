@@ -3,7 +3,8 @@
  * - `start()` takes the owner lock, runs boot recovery and starts claiming and the sweep.
  * - `stop()` stops claiming and waits for handlers (then aborts them); sends still store.
  * - `close()` stops, then runs every cleanup step even if one throws (BullMQ's close()).
- * Concurrent callers share one promise per operation; a start() during close() is CLOSED.
+ * Concurrent callers share one promise per operation, and of start() and stop() the last call
+ * wins (start(); stop(); start() ends running); a start() during close() is CLOSED.
  */
 import { MAX_TIMER_MS } from './clock.js';
 import { acquireOwnerLock, type OwnerLock } from './db/lock.js';
@@ -99,9 +100,13 @@ export function createLifecycle(deps: LifecycleDeps) {
 
   function start(): Promise<void> {
     if (closeBegun) return Promise.reject(new SpoolError('CLOSED', 'The spool is closed'));
-    if (supervisor?.running) return Promise.resolve();
-    if (!starting) status = 'starting';
-    starting ??= (async () => {
+    // Running, unless a stop is under way: then this start runs after it (the last call wins).
+    if (supervisor?.running && !stopping) return Promise.resolve();
+    if (starting) return starting;
+    // While a stop runs the status says so; this start follows it.
+    if (!stopping) status = 'starting';
+    let mine: Promise<void> | undefined = undefined;
+    mine = (async () => {
       await stopping;
       try {
         // close() may have begun while we waited for a stop: starting now would outlive it.
@@ -117,25 +122,37 @@ export function createLifecycle(deps: LifecycleDeps) {
         maintenance.start();
         storage.open().committer.onCommitted(() => maintenance.committed());
       } finally {
-        starting = undefined;
-        if (!closeBegun) status = supervisor?.running ? 'running' : 'idle';
+        if (starting === mine) starting = undefined;
+        // A stop asked for meanwhile waits for this start, and says 'stopping' until it is done.
+        if (!closeBegun && !stopping) status = supervisor?.running ? 'running' : 'idle';
       }
     })();
+    starting = mine;
     return starting;
   }
 
   function stopFor(timeoutMs: number): Promise<void> {
+    // The stop under way answers, unless a start() was asked for after it: that start would undo
+    // it, so this stop runs after that start (the last call wins).
+    if (stopping && !starting) return stopping;
     if (!stopping && !closeBegun) status = 'stopping';
-    stopping ??= (async () => {
-      await starting?.catch(() => {});
+    let mine: Promise<void> | undefined = undefined;
+    mine = (async () => {
+      // This stop undoes the start in progress (which itself waits for any earlier stop): a
+      // start() from now on must not be answered by it, but run after this stop.
+      const undone = starting;
+      starting = undefined;
+      await undone?.catch(() => {});
       if (!closeBegun) status = 'stopping';
       operations.existingMaintenance?.stop();
       await supervisor?.stop(timeoutMs);
       await storage.opened?.committer.drain(DRAIN_GRACE_MS);
     })().finally(() => {
-      stopping = undefined;
-      if (!closeBegun) status = 'idle';
+      if (stopping === mine) stopping = undefined;
+      // A start() asked for during the stop runs next.
+      if (!closeBegun && !stopping) status = starting ? 'starting' : 'idle';
     });
+    stopping = mine;
     return stopping;
   }
 

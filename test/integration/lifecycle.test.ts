@@ -87,6 +87,24 @@ describe('idempotent lifecycle', () => {
     expect(spool.status).toBe('closed');
   });
 
+  it('the last of start() and stop() wins: start(); stop(); start() ends running, stop(); start(); stop() ends idle', async () => {
+    const spool = spools.open();
+    spool.register('email', () => {});
+    const calls = [spool.start(), spool.stop(), spool.start()];
+    expect(spool.status).toBe('stopping');
+    await Promise.all(calls);
+    expect(spool.status).toBe('running');
+    // It claims: the awaited start() was not undone by the stop before it.
+    const done = reached(spool.events$, 'done', 1);
+    await spool.send('email', 1);
+    await done;
+
+    const more = [spool.stop(), spool.start(), spool.stop()];
+    await Promise.all(more);
+    expect(spool.status).toBe('idle');
+    expect(spool.supervisor.getSnapshot().value).toBe('stopped');
+  });
+
   it('stop() and close() on a never-started spool resolve', async () => {
     const spool = spools.open();
     await spool.stop();
