@@ -140,7 +140,10 @@ export function createOperations(deps: OperationsDeps) {
     },
     async get(id: string, getOptions?: { history?: boolean }): Promise<MessageInfo | MessageWithHistory | undefined> {
       if (typeof id !== 'string') throw new SpoolError('INVALID_ARGUMENT', `Expected a message id string, got ${typeof id}`);
-      if (getOptions !== undefined && (getOptions === null || typeof getOptions !== 'object' || Object.keys(getOptions).some((k) => k !== 'history'))) {
+      if (
+        getOptions !== undefined &&
+        (getOptions === null || typeof getOptions !== 'object' || Object.keys(getOptions).some((k) => k !== 'history') || !['undefined', 'boolean'].includes(typeof getOptions.history))
+      ) {
         throw new SpoolError('INVALID_ARGUMENT', 'get() options take only { history: boolean }', { details: { field: 'options' } });
       }
       const { repo, db } = storage.open();
@@ -213,6 +216,9 @@ export function createOperations(deps: OperationsDeps) {
     },
     async dead(queue?: string, listOptions?: { limit?: number }): Promise<MessageInfo[]> {
       if (queue !== undefined) assertQueueName(queue);
+      if (listOptions !== undefined && (listOptions === null || typeof listOptions !== 'object' || Object.keys(listOptions).some((k) => k !== 'limit'))) {
+        throw new SpoolError('INVALID_ARGUMENT', 'dead() options take only { limit: number }', { details: { field: 'options' } });
+      }
       const limit = listOptions?.limit ?? 1000;
       if (!Number.isSafeInteger(limit) || limit < 1) {
         throw new SpoolError('INVALID_ARGUMENT', `Expected dead() limit to be a safe integer from 1 and up, got ${String(limit)}`);

@@ -180,11 +180,14 @@ export function contentKey(json: string): string {
   return `content:${createHash('sha256').update(canonicalJson(json)).digest('base64url')}`;
 }
 
+/** The latest time a Date can hold, ms since the epoch (8.64e15: year 275760). */
+export const MAX_DATE_MS = 8_640_000_000_000_000;
+
 /** Options of `send()` and `sendBatch()`. */
 export const sendOptionsSchema = z
   .strictObject({
     delayMs: z.number().int().min(0).max(10 * 365 * 86_400_000).optional(),
-    runAt: z.union([z.date(), z.number().int().min(0)]).optional(),
+    runAt: z.union([z.date(), z.number().int().min(0).max(MAX_DATE_MS)]).optional(),
     priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
     key: z.string().min(1).max(512).optional(),
     /** Message group: in send order, one at a time per group (SQS MessageGroupId). */

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { SpoolError } from '../errors.js';
-import { assertQueueName, canonicalJson, describeZod, QUEUE_NAME, serializePayload } from '../validate.js';
+import { assertQueueName, canonicalJson, describeZod, MAX_DATE_MS, QUEUE_NAME, serializePayload } from '../validate.js';
 import { createTicker, cronJob, type TickRule } from './ticks.js';
 
 /** What to do with ticks that fell due while no started spool ran the schedule. */
@@ -57,7 +57,7 @@ const specSchema = z
     tz: z.string().min(1).max(100).optional(),
     queue: z.string(),
     payload: z.unknown().optional(),
-    startAt: z.union([z.date(), z.number().int().min(0).max(8_640_000_000_000_000)]).optional(),
+    startAt: z.union([z.date(), z.number().int().min(0).max(MAX_DATE_MS)]).optional(),
     missed: z.enum(['one', 'all', 'none']).optional(),
     enabled: z.boolean().optional(),
   })

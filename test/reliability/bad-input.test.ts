@@ -131,6 +131,7 @@ const sendOptions: [string, unknown][] = [
   ['a string priority', { priority: '1' }],
   ['an unknown option', { bogus: true }],
   ['a runAt that is not a time', { runAt: 'tomorrow' }],
+  ['a runAt past the latest Date (8.64e15 ms)', { runAt: 9e15 }],
   ['both delayMs and runAt', { delayMs: 1, runAt: Date.now() + 1000 }],
   ['an empty key', { key: '' }],
   ['options that are not an object', 'fast'],
@@ -171,6 +172,10 @@ const CASES: Case[] = [
   { name: 'dead: a limit of 1e300', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', { limit: 1e300 }) },
   { name: 'dead: a limit of 2.5', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', { limit: 2.5 }) },
   { name: 'dead: a limit of 0', code: 'INVALID_ARGUMENT', act: (s) => s.dead(undefined, { limit: 0 }) },
+  { name: 'dead: null options', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', null as never) },
+  { name: 'dead: options that are a string', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', 'x' as never) },
+  { name: 'dead: an unknown option', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', { max: 2 } as never) },
+  { name: 'get: a history option that is not a boolean', code: 'INVALID_ARGUMENT', act: (s) => s.get('x', { history: 'yes' } as never) },
   {
     name: 'createSpool: a config file with a __proto__ key',
     code: 'INVALID_OPTIONS',
