@@ -106,12 +106,15 @@ export function createLifecycle(deps: LifecycleDeps) {
     // While a stop runs the status says so; this start follows it.
     if (!stopping) status = 'starting';
     let mine: Promise<void> | undefined = undefined;
+    const before = stopping;
     mine = (async () => {
-      await stopping;
       try {
+        // The stop before this start finishes first; its failure is its own caller's to see.
+        await before?.catch(() => {});
         // close() may have begun while we waited for a stop: starting now would outlive it.
         if (closeBegun) throw new SpoolError('CLOSED', 'The spool closed while start() waited for stop()');
-        status = 'starting';
+        // A stop asked for after this start keeps saying 'stopping'.
+        if (!stopping) status = 'starting';
         const { db } = storage.open();
         await whileBusy(() => {
           lock ??= acquireOwnerLock(db.path, db.sqlite, clock.now());

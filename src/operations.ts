@@ -142,7 +142,7 @@ export function createOperations(deps: OperationsDeps) {
       if (typeof id !== 'string') throw new SpoolError('INVALID_ARGUMENT', `Expected a message id string, got ${typeof id}`);
       if (
         getOptions !== undefined &&
-        (getOptions === null || typeof getOptions !== 'object' || Object.keys(getOptions).some((k) => k !== 'history') || !['undefined', 'boolean'].includes(typeof getOptions.history))
+        (getOptions === null || typeof getOptions !== 'object' || Array.isArray(getOptions) || Object.keys(getOptions).some((k) => k !== 'history') || !['undefined', 'boolean'].includes(typeof getOptions.history))
       ) {
         throw new SpoolError('INVALID_ARGUMENT', 'get() options take only { history: boolean }', { details: { field: 'options' } });
       }
@@ -216,7 +216,7 @@ export function createOperations(deps: OperationsDeps) {
     },
     async dead(queue?: string, listOptions?: { limit?: number }): Promise<MessageInfo[]> {
       if (queue !== undefined) assertQueueName(queue);
-      if (listOptions !== undefined && (listOptions === null || typeof listOptions !== 'object' || Object.keys(listOptions).some((k) => k !== 'limit'))) {
+      if (listOptions !== undefined && (listOptions === null || typeof listOptions !== 'object' || Array.isArray(listOptions) || Object.keys(listOptions).some((k) => k !== 'limit'))) {
         throw new SpoolError('INVALID_ARGUMENT', 'dead() options take only { limit: number }', { details: { field: 'options' } });
       }
       const limit = listOptions?.limit ?? 1000;

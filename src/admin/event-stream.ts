@@ -17,8 +17,9 @@ const REPLAY_EVENTS = 2000;
 /** The reconnection delay suggested to EventSource, ms. */
 const RETRY_MS = 2000;
 /**
- * A client whose unsent output passes this many bytes gets nothing more (events, ticks,
- * heartbeats) until it drains: a page that stopped reading must not grow this process's memory.
+ * A client whose unsent output passes this many bytes is cut off: a page that stopped reading
+ * must not grow this process's memory. EventSource reconnects by itself and, with its
+ * Last-Event-ID, gets what it missed from the replay buffer (or `admin.reset`).
  */
 const MAX_BUFFERED_BYTES = 1 << 20;
 /** stats() may use at most 1/STATS_BUDGET of the time: a slow count is refreshed less often. */
@@ -93,8 +94,14 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
     return filter.queues.length === 0 || event.queue === undefined || filter.queues.includes(event.queue);
   }
 
-  /** False while the client's unsent output is over MAX_BUFFERED_BYTES. */
-  const reading = (client: Client) => client.res.writableLength <= MAX_BUFFERED_BYTES;
+  /** Cuts off a client whose unsent output is over MAX_BUFFERED_BYTES; true if it was. */
+  function cutIfBehind(client: Client): boolean {
+    if (client.res.writableLength <= MAX_BUFFERED_BYTES) return false;
+    client.res.destroy();
+    clients.delete(client);
+    stopTimersIfIdle();
+    return true;
+  }
 
   function deliver(client: Client, entry: Kept) {
     if (!passes(client.filter, entry.event as { type: string; queue?: string })) return;
@@ -111,12 +118,7 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
         return;
       }
     }
-    if (!reading(client)) {
-      // Counted for message events (the next tick says so); other events are rare and stay in
-      // the replay buffer for a reconnection.
-      if (message) client.dropped += 1;
-      return;
-    }
+    if (cutIfBehind(client)) return;
     if (message) client.sentThisSecond += 1;
     entry.data ??= JSON.stringify(entry.event);
     client.res.write(`id: ${epoch}-${entry.seq}\ndata: ${entry.data}\n\n`);
@@ -139,8 +141,7 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
       }
       const rates = recorder.lastSecond();
       for (const client of clients) {
-        // A client that stopped reading gets no tick: the next one it can take says the same.
-        if (!passes(client.filter, { type: 'admin.tick' }) || !reading(client)) continue;
+        if (!passes(client.filter, { type: 'admin.tick' }) || cutIfBehind(client)) continue;
         const body: AdminTick = { type: 'admin.tick', at: now, stats, rates, dropped: client.dropped };
         client.dropped = 0;
         client.res.write(`data: ${JSON.stringify(body)}\n\n`);
@@ -152,7 +153,7 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
 
   function startTimers() {
     heartbeat ??= setInterval(() => {
-      for (const client of clients) if (reading(client)) client.res.write(': heartbeat\n\n');
+      for (const client of clients) if (!cutIfBehind(client)) client.res.write(': heartbeat\n\n');
     }, options.heartbeatMs);
     ticker ??= setInterval(() => void tick(), options.tickMs);
   }
@@ -173,6 +174,12 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
   return {
     /** Serves one SSE connection until the client leaves or the stream closes. */
     attach(req: IncomingMessage, res: ServerResponse, filter: StreamFilter) {
+      if (closed) {
+        // Nothing will come: 204 tells EventSource to stop reconnecting.
+        res.writeHead(204, { 'cache-control': 'no-store' });
+        res.end();
+        return;
+      }
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-store',
@@ -180,8 +187,8 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
         'x-accel-buffering': 'no',
       });
       res.write(`retry: ${RETRY_MS}\n\n`);
-      // A HEAD asks for the headers only (Node drops its body); a closed stream sends nothing more.
-      if (closed || req.method === 'HEAD') {
+      // A HEAD asks for the headers only (Node drops its body).
+      if (req.method === 'HEAD') {
         res.end();
         return;
       }

@@ -1,8 +1,6 @@
 /** The admin handler's options and their defaults, in one place. */
+import { MAX_TIMER_MS } from '../clock.js';
 import { SpoolError } from '../errors.js';
-
-/** The longest interval a Node timer keeps (2^31 − 1 ms); a longer one fires after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Options of createAdminHandler. */
 export interface AdminHandlerOptions {

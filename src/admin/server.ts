@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 // Direct module imports, not '../index.js': index.ts exports this module (no import cycle).
+import { MAX_TIMER_MS } from '../clock.js';
 import { SpoolError } from '../errors.js';
 import type { SpoolOptions } from '../options.js';
 import { createSpool } from '../spool.js';
@@ -48,9 +49,11 @@ export async function serveAdmin(source: AdminSource, options: ListenOptions & A
   const { port = DEFAULT_ADMIN_PORT, host = '127.0.0.1', closeTimeoutMs = CLOSE_TIMEOUT_MS, ...handlerOptions } = options;
   let handler: AdminHandler;
   try {
-    if (!Number.isFinite(closeTimeoutMs) || closeTimeoutMs < 0) throw new SpoolError('INVALID_OPTIONS', `Expected closeTimeoutMs to be ≥ 0, got ${String(closeTimeoutMs)}`);
-    const allowedHosts = loopbackHosts(host);
-    handler = createAdminHandler(source, { ...(allowedHosts ? { allowedHosts } : {}), ...handlerOptions });
+    if (typeof closeTimeoutMs !== 'number' || !(closeTimeoutMs >= 0 && closeTimeoutMs <= MAX_TIMER_MS)) {
+      throw new SpoolError('INVALID_OPTIONS', `Expected closeTimeoutMs to be from 0 to ${MAX_TIMER_MS} ms, got ${String(closeTimeoutMs)}`);
+    }
+    // The loopback Host check holds unless the caller gives allowedHosts of its own.
+    handler = createAdminHandler(source, { ...handlerOptions, allowedHosts: handlerOptions.allowedHosts ?? loopbackHosts(host) });
   } catch (error) {
     // What the caller opened for this server (startAdminServer's spool) closes with it.
     await onClose?.();

@@ -32,7 +32,7 @@ export const LIVE_ROW = 'finished_at IS NULL';
 
 /** The rows of a seq list (a JSON array bound as one value): one statement for any batch size. */
 const DELETE_SEQS = 'DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))';
-const RETURNING = 'RETURNING seq, legacy_id AS legacyId, queue, state, grp';
+const RETURNING = 'RETURNING seq, legacy_id AS legacyId, queue, state, grp, head';
 
 /** Creates the removal statements over a connection and its counters. */
 export function createRemoval(sqlite: Database.Database, deltas: Counters) {
@@ -65,10 +65,12 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
   function remove(statement: Database.Statement, seqs: number[], ...also: unknown[]): RemovedRow[] {
     if (seqs.length === 0) return [];
     deltas.beforeChange();
-    const removed = statement.all(JSON.stringify(seqs), ...also) as { seq: number; legacyId: string | null; queue: string; state: MessageState; grp: string | null }[];
+    const removed = statement.all(JSON.stringify(seqs), ...also) as { seq: number; legacyId: string | null; queue: string; state: MessageState; grp: string | null; head: number }[];
     return removed.map((r) => {
       deltas.add(r.queue, r.state, -1);
-      if (r.grp !== null && LIVE.includes(r.state)) promoteGroup(r.queue, r.grp);
+      // Only the head's leaving moves the group on: a waiting message deleted beside a head in
+      // flight must not promote an older one that waits too (a requeued letter), or two would run.
+      if (r.grp !== null && r.head === 1 && LIVE.includes(r.state)) promoteGroup(r.queue, r.grp);
       return { id: idOf(r.seq, r.legacyId), queue: r.queue, state: r.state };
     });
   }

@@ -308,13 +308,31 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   // pending message; every other one waits (see the head column). A message moved back into a
   // group (a redrive) with an older seq than the one in flight must not head it beside that one.
   // Named parameters, bound once each (better-sqlite3 refuses positional values for ?1/?2).
+  // Only rows whose flag changes are written (at most two): a group of 100,000 is read, not rewritten.
   const reheadStatement = sqlite.prepare(
-    `UPDATE messages SET head = (seq = coalesce(
+    `UPDATE messages SET head = 1 - head
+       WHERE queue = @queue AND grp = @group AND ${LIVE_ROW} AND head != (seq = coalesce(
          (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND ${LIVE_ROW} AND state IN ('activating', 'processing')),
-         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND ${LIVE_ROW} AND state = 'pending')))
-       WHERE queue = @queue AND grp = @group AND ${LIVE_ROW}`,
+         (SELECT min(seq) FROM messages WHERE queue = @queue AND grp = @group AND ${LIVE_ROW} AND state = 'pending')))`,
   );
   const rehead = { run: (queue: string, group: string) => reheadStatement.run({ queue, group }) };
+  // The head of a group other than `seq`, found in send order: the head is nearly always the
+  // group's oldest live message, so this reads a row or two, whatever the group's size.
+  const otherHead = sqlite.prepare(
+    `SELECT seq, state FROM messages WHERE queue = ? AND grp = ? AND ${LIVE_ROW} AND head = 1 AND seq != ? ORDER BY seq LIMIT 1`,
+  );
+  const setHead = sqlite.prepare('UPDATE messages SET head = ? WHERE seq = ? AND head != ?');
+  /**
+   * A finished message of a group back to life (a requeue, a dead letter revived) left with the
+   * head flag it had: it heads the group only if the group has no message in flight and it is
+   * older than the group's pending head (which then waits), so the group keeps exactly one head.
+   */
+  function reviveInGroup(seq: number, queue: string, group: string): void {
+    const head = otherHead.get(queue, group, seq) as { seq: number; state: MessageState } | undefined;
+    const leads = head === undefined || (head.state === 'pending' && seq < head.seq);
+    if (leads && head !== undefined) setHead.run(0, head.seq, 0);
+    setHead.run(leads ? 1 : 0, seq, leads ? 1 : 0);
+  }
   const arrivalsOf = sqlite.prepare(`SELECT ${ARRIVALS_SQL}`).pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
   const statements = new Map<string, Database.Statement>();
@@ -468,10 +486,9 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
         deltas.add(t.queue, t.state, 1);
         if (done) deltas.tally(t.state === 'done' ? 'completed' : 'dead');
         if (t.group != null && !LIVE.includes(t.state)) promoteGroup(t.queue, t.group);
-        // A finished message back to life (a requeue) keeps the head flag it left with, while the
-        // group's next message heads it now: the group's head is decided again, or two of its
-        // messages would run at once.
-        else if (t.group != null && !LIVE.includes(t.expectState)) rehead.run(t.queue, t.group);
+        // Back to life (a requeue) with the head flag it left with, while the group's next message
+        // heads it now: decided again, or two of its messages would run at once.
+        else if (t.group != null && !LIVE.includes(t.expectState)) reviveInGroup(t.seq, t.queue, t.group);
       }
       return changed;
     },

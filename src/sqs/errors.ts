@@ -47,6 +47,8 @@ export const SQS_ERRORS = {
   NotFound: { status: 404, message: 'No SQS operation is served here.' },
   MethodNotAllowed: { status: 405, message: 'SQS operations are POST requests.' },
   RequestEntityTooLarge: { status: 413, message: 'The request body is too large.' },
+  // A request that a web page made (see handler.ts, fromWebPage).
+  AccessDenied: { status: 403, message: 'Access to the resource is denied.' },
   // Strict-auth mode only.
   IncompleteSignature: { status: 400, message: 'The request signature does not conform to AWS standards.' },
   InvalidClientTokenId: { status: 403, message: 'The security token included in the request is invalid.' },

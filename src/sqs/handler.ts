@@ -48,6 +48,11 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       return send(res, renderJsonError(new SqsError('NotFound', `No SQS operation at ${req.method ?? '?'} ${pathOf(req)}: send a POST with X-Amz-Target (JSON) or a form body with Action (Query).`), requestId));
     }
     const renderError = (error: SqsError) => (protocol === 'json' ? renderJsonError(error, requestId) : renderQueryError(error, requestId));
+    const page = fromWebPage(req);
+    if (page !== undefined) {
+      req.resume();
+      return send(res, renderError(new SqsError('AccessDenied', `SQS calls from a web page are refused (${page}): a page must not purge or delete queues through a browser.`)));
+    }
     if (req.method !== 'POST' && !(protocol === 'query' && req.method === 'GET')) {
       req.resume();
       return send(res, renderError(new SqsError('MethodNotAllowed', `${req.method ?? '?'} is not allowed: SQS operations are POST requests.`)), { allow: 'POST' });
@@ -117,6 +122,20 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       else res.destroy();
     });
   };
+}
+
+/**
+ * What shows that a browser made this request for a web page, or undefined. SDKs and the CLI send
+ * neither header; a browser sends `Sec-Fetch-Site` with every request (`none` only for an address
+ * typed by its user) and `Origin` with every cross-origin one. Without them, any page could purge
+ * a local endpoint with an `<img src="…?Action=PurgeQueue…">`, or reach it by rebinding its DNS
+ * name to this machine (the endpoint answers no CORS preflight, so no page can use it anyway).
+ */
+function fromWebPage(req: IncomingMessage): string | undefined {
+  const site = header(req, 'sec-fetch-site');
+  if (site !== undefined && site !== 'none') return `Sec-Fetch-Site: ${site}`;
+  const origin = header(req, 'origin');
+  return origin === undefined ? undefined : `Origin: ${origin}`;
 }
 
 /** JSON when `X-Amz-Target` or an `application/x-amz-json*` type is there; Query for a form body or `?Action=`. */

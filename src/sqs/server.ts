@@ -15,6 +15,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { MAX_TIMER_MS } from '../clock.js';
 import { SpoolError } from '../index.js';
 import type { SqsBackend } from './backend.js';
 import { createSqsHandler } from './handler.js';
@@ -53,7 +54,10 @@ export interface SqsServer {
 export function createSqsServer(spool: SqsBackend, options: SqsServerOptions = {}): SqsServer {
   const { host = SQS_SERVER_DEFAULTS.host, port = SQS_SERVER_DEFAULTS.port, authKeys, maxSkewSec, closeTimeoutMs = SQS_SERVER_DEFAULTS.closeTimeoutMs, fallback, ...handlerOptions } = options;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new SpoolError('INVALID_OPTIONS', `Expected \`port\` to be an integer from 0 to 65535, got ${String(port)}`);
-  if (!Number.isFinite(closeTimeoutMs) || closeTimeoutMs < 0) throw new SpoolError('INVALID_OPTIONS', `Expected \`closeTimeoutMs\` to be ≥ 0, got ${String(closeTimeoutMs)}`);
+  if (typeof closeTimeoutMs !== 'number' || !(closeTimeoutMs >= 0 && closeTimeoutMs <= MAX_TIMER_MS)) {
+    // A Node timer fires a longer delay after 1 ms, which would cut every request at once.
+    throw new SpoolError('INVALID_OPTIONS', `Expected \`closeTimeoutMs\` to be from 0 to ${MAX_TIMER_MS} ms, got ${String(closeTimeoutMs)}`);
+  }
   const shutdown = new AbortController();
   const handler = createSqsHandler(spool, {
     ...handlerOptions,

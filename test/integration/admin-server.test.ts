@@ -61,6 +61,17 @@ describe('startAdminServer (npx spool admin --db file)', () => {
     expect(await get(`127.0.0.2:${admin.port}`)).toMatch(/^HTTP\/1\.1 200/);
     expect(await get(`localhost:${admin.port}`)).toMatch(/^HTTP\/1\.1 200/);
     expect(await get(`evil.example:${admin.port}`)).toMatch(/^HTTP\/1\.1 403/);
+    // allowedHosts given as undefined keeps the check.
+    const again = await serveAdmin(temp.open(), { host: '127.0.0.2', port: 0, allowedHosts: undefined });
+    temp.onCleanup(() => again.close());
+    expect(await rawGet(again.port, '127.0.0.2', '/admin/api/meta', `evil.example:${again.port}`)).toMatch(/^HTTP\/1\.1 403/);
+  });
+
+  it('refuses a closeTimeoutMs a Node timer cannot keep, closing what it was given', async () => {
+    const spool = temp.open();
+    let closed = 0;
+    await expect(serveAdmin(spool, { port: 0, closeTimeoutMs: 2 ** 31 }, () => void (closed += 1))).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    expect(closed).toBe(1);
   });
 
   it('cuts a connection that never finishes its request once closeTimeoutMs has passed', async () => {

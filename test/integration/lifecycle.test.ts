@@ -103,6 +103,16 @@ describe('idempotent lifecycle', () => {
     await Promise.all(more);
     expect(spool.status).toBe('idle');
     expect(spool.supervisor.getSnapshot().value).toBe('stopped');
+
+    // A start that a stop has already undone runs (recovery and all) while the status says
+    // 'stopping', never 'starting'.
+    const statuses = new Set<string>();
+    const sub = spool.events$.subscribe(() => statuses.add(spool.status));
+    await Promise.all([spool.start(), spool.stop()]);
+    sub.unsubscribe();
+    expect(statuses.has('stopping')).toBe(true);
+    expect(statuses.has('starting')).toBe(false);
+    expect(spool.status).toBe('idle');
   });
 
   it('stop() and close() on a never-started spool resolve', async () => {

@@ -175,6 +175,8 @@ const CASES: Case[] = [
   { name: 'dead: null options', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', null as never) },
   { name: 'dead: options that are a string', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', 'x' as never) },
   { name: 'dead: an unknown option', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', { max: 2 } as never) },
+  { name: 'dead: options that are an array', code: 'INVALID_ARGUMENT', act: (s) => s.dead('poison', [] as never) },
+  { name: 'get: options that are an array', code: 'INVALID_ARGUMENT', act: (s) => s.get('x', [] as never) },
   { name: 'get: a history option that is not a boolean', code: 'INVALID_ARGUMENT', act: (s) => s.get('x', { history: 'yes' } as never) },
   {
     name: 'createSpool: a config file with a __proto__ key',

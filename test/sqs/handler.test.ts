@@ -135,6 +135,29 @@ describe('every response is JSON (or XML under Query), never HTML', () => {
     expect(notFound.text).toMatch(/<RequestId>[0-9a-f-]{36}<\/RequestId><\/ErrorResponse>$/);
   });
 
+  it('refuses calls that a web page made (Sec-Fetch-Site, Origin) with AccessDenied, before any reaches the library', async () => {
+    const backend = failingBackend(() => spoolError('QUEUE_NOT_FOUND'));
+    const { endpoint } = await start(backend);
+    // What an <img src="http://127.0.0.1:9324/?Action=PurgeQueue…"> on another site sends.
+    const img = await call(endpoint, { method: 'GET', path: `/?Action=PurgeQueue&QueueUrl=${encodeURIComponent(QUEUE_URL)}`, headers: { 'sec-fetch-site': 'cross-site' } });
+    expect(img.status).toBe(403);
+    expect(img.text).toContain('<Code>AccessDenied</Code>');
+    // A fetch from a page whose DNS name was rebound to this machine: same-origin to the browser.
+    const rebound = await call(endpoint, {
+      headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.PurgeQueue', origin: 'http://evil.example:9324', 'sec-fetch-site': 'same-origin' },
+      body: JSON.stringify({ QueueUrl: QUEUE_URL }),
+    });
+    expect(rebound.status).toBe(403);
+    expect(JSON.parse(rebound.text)).toMatchObject({ __type: 'com.amazonaws.sqs#AccessDenied' });
+    // An SDK sends neither header: served (this backend has no such queue).
+    const sdk = await callQuery(endpoint, 'PurgeQueue', { QueueUrl: QUEUE_URL });
+    expect(sdk.text).toContain('<Code>AWS.SimpleQueueService.NonExistentQueue</Code>');
+    expect(backend.calls).toEqual(['queues.purge']);
+    // An address typed by the browser's user is not a page's request.
+    const typed = await call(endpoint, { method: 'GET', path: '/?Action=GetQueueUrl&QueueName=x', headers: { 'sec-fetch-site': 'none' } });
+    expect(typed.text).toContain('<Code>AWS.SimpleQueueService.NonExistentQueue</Code>');
+  });
+
   it('serves a Query GET with ?Action= and answers a Query PUT with an XML 405', async () => {
     const { endpoint } = await start(failingBackend(() => spoolError('QUEUE_NOT_FOUND')));
     const get = await call(endpoint, { method: 'GET', path: '/?Action=GetQueueUrl&QueueName=x' });

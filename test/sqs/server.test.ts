@@ -83,5 +83,7 @@ describe('createSqsServer', () => {
     expect(() => createSqsServer(backend, { publicUrl: 'ftp://x' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
     expect(() => createSqsServer(backend, { region: 'US East' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
     expect(() => createSqsServer(backend, { authKeys: {} })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+    // A Node timer fires a longer delay after 1 ms: close() would cut every request at once.
+    expect(() => createSqsServer(backend, { closeTimeoutMs: 2 ** 31 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
   });
 });
