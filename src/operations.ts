@@ -167,12 +167,20 @@ export function createOperations(deps: OperationsDeps) {
     async browse(query: BrowseQuery): Promise<BrowsePage> {
       return browse(storage.open().repo, query);
     },
-    async remove(ids: string[]): Promise<number> {
+    async remove(ids: string[], removeOptions?: { state?: 'pending' | 'dead' | 'done' }): Promise<number> {
       const seqs = seqsOf(ids, 'remove()', storage.open().repo);
+      const state = removeOptions?.state;
+      if (
+        removeOptions !== undefined &&
+        (removeOptions === null || typeof removeOptions !== 'object' || Array.isArray(removeOptions) || Object.keys(removeOptions).some((k) => k !== 'state') ||
+          (state !== undefined && state !== 'pending' && state !== 'dead' && state !== 'done'))
+      ) {
+        throw new SpoolError('INVALID_ARGUMENT', "remove() options take only { state: 'pending' | 'dead' | 'done' }", { details: { field: 'options' } });
+      }
       let total = 0;
       for (let i = 0; i < seqs.length; i += PURGE_BATCH) {
         const { repo } = storage.open();
-        const removed = storage.transaction(() => repo.removeSettled(seqs.slice(i, i + PURGE_BATCH)));
+        const removed = storage.transaction(() => repo.removeSettled(seqs.slice(i, i + PURGE_BATCH), state));
         total += removed.length;
         announceRemoved(removed, 'deleted');
       }

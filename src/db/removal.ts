@@ -42,6 +42,7 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
   );
   const deleteSeqs = sqlite.prepare(`${DELETE_SEQS} ${RETURNING}`);
   const deleteSettled = sqlite.prepare(`${DELETE_SEQS} AND state IN ('pending', 'dead', 'done') ${RETURNING}`);
+  const deleteInState = sqlite.prepare(`${DELETE_SEQS} AND state = ? ${RETURNING}`);
   const deleteExpired = sqlite.prepare(`${DELETE_SEQS} AND queue = ? AND created_at < ? ${RETURNING}`);
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const finishedSeqs = sqlite
@@ -79,8 +80,9 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
     promoteGroup,
     /** Deletes the rows `seqs` in whatever state; returns them. */
     removeSeqs: (seqs: number[]): RemovedRow[] => remove(deleteSeqs, seqs),
-    /** Deletes the messages `seqs` that are pending, dead or done (never in flight); returns them. */
-    removeSettled: (seqs: number[]): RemovedRow[] => remove(deleteSettled, seqs),
+    /** Deletes the messages `seqs` that are pending, dead or done (only `state`, if given; never in flight); returns them. */
+    removeSettled: (seqs: number[], state?: 'pending' | 'dead' | 'done'): RemovedRow[] =>
+      state === undefined ? remove(deleteSettled, seqs) : remove(deleteInState, seqs, state),
     /** Up to `limit` rows of `queue` sent before `before`, in any state (retention). */
     expiredSeqs(queue: string, before: number, limit: number): number[] {
       return expiredSeqs.all(queue, before, limit) as number[];

@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../scripts/build-admin.mjs';
+import { createAdminHandler } from '../../src/admin/handler.js';
+import type { AdminSource } from '../../src/admin/source.js';
 import { messageMachine, type Spool } from '../../src/index.js';
 import { call, openSse, serveAdminFor } from '../helpers/admin.js';
 import { nextEvent, reached } from '../helpers/events.js';
@@ -230,6 +233,35 @@ describe('admin API: changes', () => {
     expect((await spool.stats()).queues.orphan?.dead ?? 0).toBe(0);
     await deadLetters(spool, 2);
     expect((await call(base, '/admin/api/messages/delete', { body: { filter: { queue: 'orphan', state: 'dead' } } })).body).toEqual({ removed: 2 });
+  });
+
+  it('a filtered delete leaves what changed state after its page was read (a letter requeued meanwhile)', async () => {
+    const spool = temp.open({ config: { retention: { doneMs: 3_600_000, deadMs: null } } });
+    await spool.start();
+    const ids = await deadLetters(spool, 3);
+    await spool.stop();
+    // Another process requeues each page of dead letters right after the filter walk reads it.
+    const racing: AdminSource = Object.assign(Object.create(spool) as Spool, {
+      async browse(query: Parameters<Spool['browse']>[0]) {
+        const page = await spool.browse(query);
+        await spool.requeue({ ids: page.messages.map((m) => m.id) });
+        return page;
+      },
+    });
+    const handler = createAdminHandler(racing);
+    const server = createServer(handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    temp.onCleanup(async () => {
+      handler.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const res = await call(base, '/admin/api/messages/delete', { body: { filter: { queue: 'orphan', state: 'dead', text: 'orphan' } } });
+    expect(res.body).toEqual({ removed: 0 });
+    for (const id of ids) expect((await spool.get(id))?.state).toBe('pending');
+    // remove() itself takes the fence.
+    expect(await spool.remove([ids[0]!], { state: 'dead' })).toBe(0);
+    expect(await spool.remove([ids[0]!], { state: 'pending' })).toBe(1);
   });
 
   it('deletes messages by id, one or a selection, announcing message.removed with reason deleted', async () => {
