@@ -1,6 +1,6 @@
 /**
  * What a queue is, asked many times a second on hot paths (send, claim, receive): its kind and
- * FIFO flag from the registry (cached: they change only through `queues.create` and `delete`),
+ * FIFO flag from the registry (cached for a second: another process may create or delete it),
  * and its SQS attributes from the live settings, with SQS's defaults for queues that
  * `queues.create` made.
  */
@@ -20,7 +20,10 @@ export interface ResolvedAttributes {
   dedupeWindowMs: number;
 }
 
-/** How long a kind read from the registry is trusted before it is read again, ms. */
+/**
+ * How long a kind read from the registry is trusted before it is read again, ms: another process
+ * may create a queue, or delete one (`spool queues delete`, a second handle), at any time.
+ */
 const RECHECK_MS = 1000;
 
 /** Creates the directory over the registry (opened on first use) and the live settings. */
@@ -29,8 +32,7 @@ export function createQueueDirectory(registry: () => QueuesRepository, settings:
 
   function row(queue: string): QueueRow | undefined {
     const hit = cache.get(queue);
-    // An SQS queue stays one until deleted here; anything else may be created by another process.
-    if (hit && (hit.row?.kind === 'sqs' || now() - hit.at < RECHECK_MS)) return hit.row;
+    if (hit && now() - hit.at < RECHECK_MS) return hit.row;
     const found = registry().get(queue);
     cache.set(queue, { row: found, at: now() });
     return found;
@@ -46,29 +48,19 @@ export function createQueueDirectory(registry: () => QueuesRepository, settings:
     forget: (queue: string) => void cache.delete(queue),
     /** The queue's attributes under the current settings. */
     attributes(queue: string): ResolvedAttributes {
-      const own = queueSettings(settings(), queue);
-      const sqs = row(queue)?.kind === 'sqs';
-      return {
-        visibilityTimeoutMs: own?.visibilityTimeoutMs ?? QUEUE_ATTRIBUTE_DEFAULTS.visibilityTimeoutMs,
-        delayMs: own?.delayMs ?? QUEUE_ATTRIBUTE_DEFAULTS.delayMs,
-        receiveWaitMs: own?.receiveWaitMs ?? QUEUE_ATTRIBUTE_DEFAULTS.receiveWaitMs,
-        maxPayloadBytes: own?.maxPayloadBytes ?? (sqs ? QUEUE_ATTRIBUTE_DEFAULTS.maxPayloadBytes : null),
-        // A push queue keeps its messages unless it says otherwise; an SQS queue for 4 days.
-        retentionMs: own?.retentionMs ?? (sqs ? QUEUE_ATTRIBUTE_DEFAULTS.retentionMs : false),
-        deadLetter: own?.deadLetter ?? QUEUE_ATTRIBUTE_DEFAULTS.deadLetter,
-        contentDedupe: own?.contentDedupe ?? QUEUE_ATTRIBUTE_DEFAULTS.contentDedupe,
-        dedupeWindowMs: own?.dedupeWindowMs ?? QUEUE_ATTRIBUTE_DEFAULTS.dedupeWindowMs,
-      };
+      return attributesOf(queue, row(queue)?.kind === 'sqs');
     },
     /**
      * Queues whose messages expire (SQS MessageRetentionPeriod): every SQS queue unless it keeps
-     * them forever, and any other queue with its own retentionMs. For the maintenance sweep.
+     * them forever, and any other queue with its own retentionMs. For the maintenance sweep, which
+     * deletes in any state: the kinds are read fresh, never from the cache (a queue deleted by
+     * another process and used since as a push queue must not keep SQS's four days).
      */
     retentions(): { queue: string; retentionMs: number }[] {
-      const names = new Set([...registry().listSqs(), ...Object.keys(settings().queues)]);
+      const sqs = new Set(registry().listSqs());
       const out: { queue: string; retentionMs: number }[] = [];
-      for (const queue of names) {
-        const { retentionMs } = this.attributes(queue);
+      for (const queue of new Set([...sqs, ...Object.keys(settings().queues)])) {
+        const { retentionMs } = attributesOf(queue, sqs.has(queue));
         if (retentionMs !== false) out.push({ queue, retentionMs });
       }
       return out;
@@ -79,6 +71,22 @@ export function createQueueDirectory(registry: () => QueuesRepository, settings:
       return dl ? dl.queue : null;
     },
   };
+
+  /** A queue's attributes under the current settings, for an SQS queue (`sqs`) or a push one. */
+  function attributesOf(queue: string, sqs: boolean): ResolvedAttributes {
+    const own = queueSettings(settings(), queue);
+    return {
+      visibilityTimeoutMs: own?.visibilityTimeoutMs ?? QUEUE_ATTRIBUTE_DEFAULTS.visibilityTimeoutMs,
+      delayMs: own?.delayMs ?? QUEUE_ATTRIBUTE_DEFAULTS.delayMs,
+      receiveWaitMs: own?.receiveWaitMs ?? QUEUE_ATTRIBUTE_DEFAULTS.receiveWaitMs,
+      maxPayloadBytes: own?.maxPayloadBytes ?? (sqs ? QUEUE_ATTRIBUTE_DEFAULTS.maxPayloadBytes : null),
+      // A push queue keeps its messages unless it says otherwise; an SQS queue for 4 days.
+      retentionMs: own?.retentionMs ?? (sqs ? QUEUE_ATTRIBUTE_DEFAULTS.retentionMs : false),
+      deadLetter: own?.deadLetter ?? QUEUE_ATTRIBUTE_DEFAULTS.deadLetter,
+      contentDedupe: own?.contentDedupe ?? QUEUE_ATTRIBUTE_DEFAULTS.contentDedupe,
+      dedupeWindowMs: own?.dedupeWindowMs ?? QUEUE_ATTRIBUTE_DEFAULTS.dedupeWindowMs,
+    };
+  }
 }
 
 /** The directory's type. */

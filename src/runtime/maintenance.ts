@@ -323,6 +323,22 @@ export function createMaintenance(deps: {
     return sweeping;
   }
 
+  let fresh: Promise<SweepResult> | undefined;
+  /**
+   * `spool.sweep()`: a sweep that starts now. One already under way planned its cut-off times
+   * when it began, so this one runs after it with a plan of its own (callers meanwhile share it).
+   */
+  function sweepNow(): Promise<SweepResult> {
+    if (closed || !sweeping) return sweep();
+    fresh ??= sweeping
+      .catch(() => undefined)
+      .then(() => {
+        fresh = undefined;
+        return sweep();
+      });
+    return fresh;
+  }
+
   return {
     start() {
       if (running) return;
@@ -352,7 +368,7 @@ export function createMaintenance(deps: {
       }
       await sweeping?.catch(() => {});
     },
-    sweep,
+    sweep: sweepNow,
     committed() {
       if (running && ++commits === CHECKPOINT_AFTER_COMMITS) void ensureWorker();
     },

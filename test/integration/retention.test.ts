@@ -122,6 +122,23 @@ describe('retention of dead letters', () => {
     expect(await spool.sweep()).toMatchObject({ deleted: 1 });
     expect(await spool.dead('jobs')).toEqual([]);
   });
+
+  it('sweep() sweeps with a plan made now, even while a timer-driven sweep planned earlier runs', async () => {
+    const { spool, clock } = setup({ retention: { deadMs: 120_000 }, maintenance: { intervalMs: 60_000 } });
+    spool.register('jobs', () => {
+      throw new NonRetryableError('no');
+    });
+    await spool.start();
+    const dead = reached(spool.events$, 'dead', 3);
+    await spool.sendBatch('jobs', [1, 2, 3]);
+    await dead;
+    // The timer's sweep begins: the letters are 60 s old, younger than deadMs, so it keeps them.
+    clock.advance(60_000);
+    clock.advance(3_600_000);
+    // An hour later every letter is past deadMs: a sweep asked for now deletes them.
+    expect(await spool.sweep()).toMatchObject({ deleted: 3 });
+    expect(await spool.dead('jobs')).toEqual([]);
+  });
 });
 
 describe('large sweeps', () => {

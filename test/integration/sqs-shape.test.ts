@@ -219,6 +219,23 @@ describe('retention', () => {
     await spool.deleteMessage('orders', received!.receipt);
     expect((await spool.queues.get('orders')).counts).toMatchObject({ visible: 1, inFlight: 0 });
   });
+
+  it('forgets an SQS queue that another handle deleted: its name, used as a push queue since, keeps its messages', async () => {
+    const clock = createTestClock();
+    const owner = spools.open({ clock });
+    const other = spools.open();
+    await other.queues.create('jobs');
+    await owner.send('jobs', { warm: true }); // the owner has read the queue's kind: SQS
+    await other.queues.delete('jobs');
+    // Settings of its own put it on the sweep's list of queues to look at.
+    await owner.settings.update({ queues: { jobs: { maxAttempts: 1 } } });
+    const ids = await owner.sendBatch('jobs', [{ n: 1 }, { n: 2 }]);
+    // Past SQS's four days: a push queue keeps its messages unless it has a retentionMs of its own.
+    clock.advance(5 * 86_400_000);
+    expect((await owner.sweep()).deleted).toBe(0);
+    for (const id of ids) expect(await owner.get(id)).toMatchObject({ state: 'pending' });
+    expect(await rejection(owner.queues.get('jobs'))).toMatchObject({ code: 'QUEUE_NOT_FOUND' });
+  });
 });
 
 describe('dead-letter queues', () => {
