@@ -27,7 +27,7 @@ import { createExecutor } from './executor.js';
 import { createLeases } from './leases.js';
 import { createPools } from './pools.js';
 import { createQueueTracker } from './queues.js';
-import { recover } from './recovery.js';
+import { recover, recoverAbandoned } from './recovery.js';
 import { createSettler } from './settle.js';
 import { createRuntimeTimers } from './timers.js';
 import { createAnnouncer, type ClaimResult, type SupervisorDeps } from './types.js';
@@ -44,6 +44,8 @@ export function createSupervisor(deps: SupervisorDeps) {
   const pools = createPools(settings.get(), deps.inspect);
   const queues = createQueueTracker();
   let running = false;
+  /** Rows whose handler a stop abandoned and which still runs in this process: seq → lease token. */
+  const abandoned = new Map<number, string>();
   let settingsSub: { unsubscribe(): void } | undefined;
 
   const timers = createRuntimeTimers(clock, {
@@ -152,7 +154,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     /** Recovery, then claiming. */
     start() {
       if (running) return;
-      recover(deps, claimer, announce);
+      recover(deps, claimer, announce, abandoned);
       refreshQueues();
       running = true;
       timers.startPoll();
@@ -212,10 +214,22 @@ export function createSupervisor(deps: SupervisorDeps) {
       }
       for (const entry of leases.held()) {
         // Abandoned: the row stays in flight on disk and goes back to pending at the next start,
-        // marked so that recovery does not count this graceful stop as a crash.
+        // marked so that recovery does not count this graceful stop as a crash. While its
+        // handler still runs here, a start() in this process leaves the row in flight (no second
+        // run beside it, nor its group's next message); it is recovered when the handler returns.
         entry.settled = true;
         const { seq, token } = entry;
         committer.enqueue({ kind: 'transition', run: () => repo.markAbandoned(seq, token) });
+        abandoned.set(seq, token);
+        void entry.finished.then(() => {
+          if (abandoned.get(seq) !== token) return;
+          abandoned.delete(seq);
+          if (!running) return;
+          recoverAbandoned(deps, claimer, announce, seq, token, (queue) => {
+            if (queue !== undefined) queues.heat(queue);
+            committer.wake();
+          });
+        });
         leases.abort(entry, new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
         entry.actor?.stop();
         leases.delete(entry);

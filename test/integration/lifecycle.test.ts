@@ -234,6 +234,39 @@ describe('stop()', () => {
     expect(kept!.history.filter((h) => h.code !== undefined)).toEqual([expect.objectContaining({ from: 'processing', to: 'pending', code: 'STOPPED', attempt: 1 })]);
     expect(spool.telemetry().failed).toMatchObject({ STOPPED: 1 });
   });
+
+  it('a start() while an abandoned handler still runs here reruns its message only once it returns, and holds its group', async () => {
+    const spool = spools.open();
+    const gate = createGate();
+    const log: string[] = [];
+    spool.register<{ n: number }>('email', async (message) => {
+      log.push(`start ${message.payload.n}/${message.deliveries}`);
+      // Ignores its abort signal: it returns when the gate opens, long after the stop gave up.
+      if (message.deliveries === 1 && message.payload.n === 1) await gate.wait();
+      log.push(`end ${message.payload.n}/${message.deliveries}`);
+    });
+    await spool.start();
+    const processing = reached(spool.events$, 'processing', 1);
+    await spool.sendBatch('email', [{ n: 1 }, { n: 2 }], { group: 'g' });
+    await processing;
+    await spool.stop({ timeoutMs: 10 });
+
+    const recovered = nextEvent(spool.events$, (e) => e.type === 'spool.recovered');
+    await spool.start();
+    // Left in flight: its handler still runs in this process.
+    expect(await recovered).toMatchObject({ pending: 0, dead: 0 });
+    // Claims run (another queue's message comes and goes), yet neither 1 nor its group's 2 starts.
+    spool.register('other', () => {});
+    const otherDone = reached(spool.events$, 'done', 1, 'other');
+    await spool.send('other', {});
+    await otherDone;
+    expect(log).toEqual(['start 1/1']);
+
+    const bothDone = reached(spool.events$, 'done', 2, 'email');
+    gate.open();
+    await bothDone;
+    expect(log).toEqual(['start 1/1', 'end 1/1', 'start 1/2', 'end 1/2', 'start 2/1', 'end 2/1']);
+  });
 });
 
 describe('close()', () => {
