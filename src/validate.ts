@@ -3,8 +3,11 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { messageOf, SpoolError } from './errors.js';
 
-/** Queue names: 1–80 characters of [A-Za-z0-9._-], except "__proto__". */
-export const QUEUE_NAME = /^(?!__proto__$)[A-Za-z0-9._-]{1,80}$/;
+/**
+ * Queue names: 1–80 characters of [A-Za-z0-9._-], except "__proto__" and names of dots only
+ * ("." and ".." are path segments: a URL that names such a queue resolves to another path).
+ */
+export const QUEUE_NAME = /^(?!__proto__$)(?!\.+$)[A-Za-z0-9._-]{1,80}$/;
 
 /** Throws INVALID_QUEUE_NAME unless `name` is a valid queue name. */
 export function assertQueueName(name: unknown): asserts name is string {
@@ -13,7 +16,7 @@ export function assertQueueName(name: unknown): asserts name is string {
     const shown = typeof name === 'string' ? JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name) : String(typeof name);
     throw new SpoolError(
       'INVALID_QUEUE_NAME',
-      `Expected a queue name of 1–80 characters from [A-Za-z0-9._-], got ${shown}`,
+      `Expected a queue name of 1–80 characters from [A-Za-z0-9._-], not dots only, got ${shown}`,
       { details: { name: typeof name === 'string' ? name.slice(0, 200) : typeof name } },
     );
   }

@@ -12,7 +12,7 @@ import { createEventStream, type StreamFilter } from './event-stream.js';
 import { HttpError, readJsonBody, sendError } from './http.js';
 import { registerMetrics } from './metrics.js';
 import { resolveAdminOptions, type AdminHandlerOptions } from './options.js';
-import { checkChange, checkHost, checkToken, isChange } from './security.js';
+import { checkChange, checkHost, checkToken, isChange, loopbackHosts } from './security.js';
 import { createSeriesRecorder } from './series.js';
 import type { AdminSource } from './source.js';
 
@@ -51,7 +51,9 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
       if (next) return next();
       throw new HttpError(404, 'NOT_FOUND', `Nothing is served at ${path}`);
     }
-    checkHost(req, opts.allowedHosts);
+    // With neither a token nor allowedHosts, a request that reached a loopback address must name a
+    // loopback host: a page whose DNS name rebinds to this machine would otherwise drive the API.
+    checkHost(req, opts.allowedHosts ?? (opts.token === undefined ? loopbackHosts(req.socket.localAddress ?? '') : undefined));
     checkToken(req, url, opts.token);
     const method = req.method ?? 'GET';
     const head = method === 'HEAD';

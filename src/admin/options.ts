@@ -15,7 +15,11 @@ export interface AdminHandlerOptions {
   detached?: boolean;
   /** Origins, besides the request's own, allowed to make changes (e.g. behind a proxy). */
   allowedOrigins?: string[];
-  /** When set, requests whose Host names another host get 403 (guards against DNS rebinding). */
+  /**
+   * When set, requests whose Host names another host get 403 (guards against DNS rebinding).
+   * Unset, with no token either, a request that reached a loopback address must name a loopback
+   * host: behind a reverse proxy on this machine, give the public names here (or a token).
+   */
   allowedHosts?: string[];
   /** SSE heartbeat (a comment line) interval, ms (default 15,000). */
   heartbeatMs?: number;

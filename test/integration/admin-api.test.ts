@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -348,6 +348,28 @@ describe('admin API: bad input', () => {
 });
 
 describe('admin API: security', () => {
+  it('mounted with neither token nor allowedHosts, serves a request to a loopback address only under a loopback Host (DNS rebinding)', async () => {
+    const { spool, base } = await running();
+    const port = Number(new URL(base).port);
+    // fetch sets Host itself: a raw request says what a rebinding page's browser sends.
+    const raw = (method: string, path: string, host: string, body?: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const headers = { host, ...(body === undefined ? {} : { origin: `http://${host}`, 'content-type': 'application/json' }) };
+        const req = request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const rebound = await raw('POST', '/admin/api/accepting', `attacker.example:${port}`, '{"accepting":false}');
+    expect(rebound.status).toBe(403);
+    expect(JSON.parse(rebound.text).error.code).toBe('FORBIDDEN_HOST');
+    expect(spool.settings.get().accepting).toBe(true);
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) expect((await raw('GET', '/admin/api/meta', host)).status).toBe(200);
+  });
+
   it('needs the token everywhere (page, assets, API, SSE, metrics), as a Bearer header or ?token=, compared exactly', async () => {
     const { base } = await running({ token: 's3cret-token' });
     for (const path of ['/admin/', '/admin/assets/app.js', '/admin/api/stats', '/admin/api/events', '/metrics']) {

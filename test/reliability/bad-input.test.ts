@@ -91,6 +91,8 @@ const queueNames: [string, unknown][] = [
   ['a newline', 'line\nbreak'],
   ['an escape sequence', '\u001b[31mred'],
   ['a non-string', 42],
+  ['a single dot (a path segment in URLs)', '.'],
+  ['two dots', '..'],
 ];
 
 const settingsPatches: [string, unknown][] = [

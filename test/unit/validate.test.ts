@@ -5,7 +5,7 @@ import { thrown } from '../helpers/errors.js';
 const LIMIT = 1024 * 1024;
 
 describe('assertQueueName', () => {
-  it.each(['email', 'a', 'Email.Send_v2-x', '0', '...', 'q'.repeat(80)])('accepts %j', (name) => {
+  it.each(['email', 'a', 'Email.Send_v2-x', '0', '.a', 'a..b', '.fifo', 'q'.repeat(80)])('accepts %j', (name) => {
     expect(() => assertQueueName(name)).not.toThrow();
   });
 
@@ -22,6 +22,9 @@ describe('assertQueueName', () => {
     ['a quote', 'email"'],
     ['a slash', 'a/b'],
     ['a star (the default pool key)', '*'],
+    ['a dot (a URL path segment)', '.'],
+    ['two dots', '..'],
+    ['dots only', '...'],
     ['non-ASCII letters', 'émail'],
     ['a number', 42],
     ['undefined', undefined],
@@ -30,7 +33,7 @@ describe('assertQueueName', () => {
   it.each(invalid)('rejects %s with INVALID_QUEUE_NAME', (_, name) => {
     const error = thrown(() => assertQueueName(name));
     expect(error.code).toBe('INVALID_QUEUE_NAME');
-    expect(error.message).toMatch(/^Expected a queue name of 1–80 characters from \[A-Za-z0-9._-\], got /);
+    expect(error.message).toMatch(/^Expected a queue name of 1–80 characters from \[A-Za-z0-9._-\], not dots only, got /);
   });
 
   it('names the bad value in the message, truncating long ones', () => {
