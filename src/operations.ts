@@ -167,20 +167,22 @@ export function createOperations(deps: OperationsDeps) {
     async browse(query: BrowseQuery): Promise<BrowsePage> {
       return browse(storage.open().repo, query);
     },
-    async remove(ids: string[], removeOptions?: { state?: 'pending' | 'dead' | 'done' }): Promise<number> {
+    async remove(ids: string[], removeOptions?: { state?: 'pending' | 'dead' | 'done'; queue?: string }): Promise<number> {
       const seqs = seqsOf(ids, 'remove()', storage.open().repo);
       const state = removeOptions?.state;
       if (
         removeOptions !== undefined &&
-        (removeOptions === null || typeof removeOptions !== 'object' || Array.isArray(removeOptions) || Object.keys(removeOptions).some((k) => k !== 'state') ||
+        (removeOptions === null || typeof removeOptions !== 'object' || Array.isArray(removeOptions) || Object.keys(removeOptions).some((k) => k !== 'state' && k !== 'queue') ||
           (state !== undefined && state !== 'pending' && state !== 'dead' && state !== 'done'))
       ) {
-        throw new SpoolError('INVALID_ARGUMENT', "remove() options take only { state: 'pending' | 'dead' | 'done' }", { details: { field: 'options' } });
+        throw new SpoolError('INVALID_ARGUMENT', "remove() options take only { state?: 'pending' | 'dead' | 'done', queue?: string }", { details: { field: 'options' } });
       }
+      if (removeOptions?.queue !== undefined) assertQueueName(removeOptions.queue);
+      const fence = { ...(state === undefined ? {} : { state }), ...(removeOptions?.queue === undefined ? {} : { queue: removeOptions.queue }) };
       let total = 0;
       for (let i = 0; i < seqs.length; i += PURGE_BATCH) {
         const { repo } = storage.open();
-        const removed = storage.transaction(() => repo.removeSettled(seqs.slice(i, i + PURGE_BATCH), state));
+        const removed = storage.transaction(() => repo.removeSettled(seqs.slice(i, i + PURGE_BATCH), fence));
         total += removed.length;
         announceRemoved(removed, 'deleted');
       }

@@ -52,8 +52,8 @@ export interface Spool<Q extends QueueMap = QueueMap> {
   removedHistory(id: string): Promise<RemovedHistory | undefined>;
   /** A filtered page of messages, newest first, keyset-paged (`cursor` of the previous page). */
   browse(query: BrowseQuery): Promise<BrowsePage>;
-  /** Deletes pending, dead and done messages by id (never in flight; only those still in `state`, if given); resolves with how many. */
-  remove(ids: string[], options?: { state?: 'pending' | 'dead' | 'done' }): Promise<number>;
+  /** Deletes pending, dead and done messages by id (never in flight; only those still in `state` and `queue`, if given); resolves with how many. */
+  remove(ids: string[], options?: { state?: 'pending' | 'dead' | 'done'; queue?: string }): Promise<number>;
   /** Counters since this handle opened its file: sent, completed, failed by code, dead, busy tries, commit timings, file sizes. */
   telemetry(): Telemetry;
   /** Counts per queue and state, pool limits and use. */

@@ -29,9 +29,20 @@ export function count(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** Bidirectional and invisible direction marks: stored data must not reorder what the page shows. */
+const DIRECTION_MARKS = /[\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+/**
+ * Data as text with direction marks shown as their escapes (`\u202E`): a payload or an error
+ * message can otherwise make "0001" read as "1000", or flip the text after it.
+ */
+export function visible(text: string): string {
+  return text.replace(DIRECTION_MARKS, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`);
+}
+
 /** A payload preview on one line. */
 export function preview(value: unknown, max = 120): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const text = visible(typeof value === 'string' ? value : JSON.stringify(value));
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 

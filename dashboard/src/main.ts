@@ -12,7 +12,14 @@ import { SettingsPage } from './pages/settings.js';
 import './styles.css';
 
 function useRoute(): string[] {
-  const read = () => location.hash.replace(/^#\/?/, '').split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+  const read = () => {
+    try {
+      return location.hash.replace(/^#\/?/, '').split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+    } catch {
+      // A malformed escape in a pasted link ("%E0%A4%A"): the overview, not a blank page.
+      return [];
+    }
+  };
   const [route, setRoute] = useState(read);
   useEffect(() => {
     const on = () => setRoute(read());

@@ -193,9 +193,9 @@ export function createApiRoutes(source: AdminSource, recorder: SeriesRecorder, o
       await source.browse({ ...sel.filter, limit: 1 });
       throw new HttpError(409, 'MESSAGE_INFLIGHT', 'Messages in flight cannot be deleted; wait until they settle');
     }
-    // Fenced on the state the filter chose: a letter requeued (or a message that died) since its
-    // page was read is no longer what the filter selected, and must not be deleted.
-    const fence = state === 'pending' || state === 'dead' || state === 'done' ? { state } : undefined;
+    // Fenced on the state and queue the filter chose: a letter requeued, redriven or moved (or a
+    // message that died) since its page was read is no longer what the filter selected.
+    const fence = { ...(state === 'pending' || state === 'dead' || state === 'done' ? { state } : {}), ...(queue === undefined ? {} : { queue }) };
     return walk(sel.filter, (ids) => source.remove(ids, fence));
   }
 

@@ -12,7 +12,8 @@ import { createEventStream, type StreamFilter } from './event-stream.js';
 import { HttpError, readJsonBody, sendError } from './http.js';
 import { registerMetrics } from './metrics.js';
 import { resolveAdminOptions, type AdminHandlerOptions } from './options.js';
-import { checkChange, checkHost, checkToken, isChange, loopbackHosts } from './security.js';
+import { checkChange, checkHost, checkToken, isChange } from './security.js';
+import { loopbackHosts } from '../loopback.js';
 import { createSeriesRecorder } from './series.js';
 import type { AdminSource } from './source.js';
 

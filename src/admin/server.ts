@@ -14,7 +14,7 @@ import type { SpoolOptions } from '../options.js';
 import { createSpool } from '../spool.js';
 import { createAdminHandler, type AdminHandler } from './handler.js';
 import type { AdminHandlerOptions } from './options.js';
-import { loopbackHosts } from './security.js';
+import { loopbackHosts } from '../loopback.js';
 import type { AdminSource } from './source.js';
 
 /** The default port of `spool admin`. */

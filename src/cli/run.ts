@@ -87,7 +87,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
  */
 async function runAdmin(command: Extract<CliCommand, { name: 'admin' }>, io: CliIo): Promise<number> {
   const { startAdminServer } = await import('../admin/server.js');
-  const { loopbackHosts } = await import('../admin/security.js');
+  const { loopbackHosts } = await import('../loopback.js');
   const { warnOpenAdmin } = await import('./serve.js');
   if (command.token === undefined && loopbackHosts(command.host) === undefined) io.stderr(warnOpenAdmin('spool admin', command.host));
   let server: Awaited<ReturnType<typeof startAdminServer>>;

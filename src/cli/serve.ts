@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSpool, createSqsServer, SpoolError, type Spool, type SqsServer } from '../index.js';
 import { createAdminHandler } from '../admin/handler.js';
-import { loopbackHosts } from '../admin/security.js';
+import { loopbackHosts } from '../loopback.js';
 import type { CliCommand } from './args.js';
 import type { CliIo } from './run.js';
 

@@ -42,7 +42,7 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
   );
   const deleteSeqs = sqlite.prepare(`${DELETE_SEQS} ${RETURNING}`);
   const deleteSettled = sqlite.prepare(`${DELETE_SEQS} AND state IN ('pending', 'dead', 'done') ${RETURNING}`);
-  const deleteInState = sqlite.prepare(`${DELETE_SEQS} AND state = ? ${RETURNING}`);
+  const deleteFenced = sqlite.prepare(`${DELETE_SEQS} AND state IN ('pending', 'dead', 'done') AND state = coalesce(?, state) AND queue = coalesce(?, queue) ${RETURNING}`);
   const deleteExpired = sqlite.prepare(`${DELETE_SEQS} AND queue = ? AND created_at < ? ${RETURNING}`);
   const expiredSeqs = sqlite.prepare('SELECT seq FROM messages WHERE queue = ? AND created_at < ? ORDER BY seq LIMIT ?').pluck();
   const finishedSeqs = sqlite
@@ -80,9 +80,12 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
     promoteGroup,
     /** Deletes the rows `seqs` in whatever state; returns them. */
     removeSeqs: (seqs: number[]): RemovedRow[] => remove(deleteSeqs, seqs),
-    /** Deletes the messages `seqs` that are pending, dead or done (only `state`, if given; never in flight); returns them. */
-    removeSettled: (seqs: number[], state?: 'pending' | 'dead' | 'done'): RemovedRow[] =>
-      state === undefined ? remove(deleteSettled, seqs) : remove(deleteInState, seqs, state),
+    /**
+     * Deletes the messages `seqs` that are pending, dead or done (never in flight), and only those
+     * still in `fence.state` and `fence.queue` when given; returns them.
+     */
+    removeSettled: (seqs: number[], fence: { state?: 'pending' | 'dead' | 'done'; queue?: string } = {}): RemovedRow[] =>
+      fence.state === undefined && fence.queue === undefined ? remove(deleteSettled, seqs) : remove(deleteFenced, seqs, fence.state ?? null, fence.queue ?? null),
     /** Up to `limit` rows of `queue` sent before `before`, in any state (retention). */
     expiredSeqs(queue: string, before: number, limit: number): number[] {
       return expiredSeqs.all(queue, before, limit) as number[];

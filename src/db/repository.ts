@@ -336,7 +336,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const arrivalsOf = sqlite.prepare(`SELECT ${ARRIVALS_SQL}`).pluck();
   const nextDelayedIn = sqlite.prepare(`SELECT MIN(visible_at) FROM messages WHERE state = 'pending' AND ready = 0 AND queue = ?`).pluck();
   const statements = new Map<string, Database.Statement>();
-  const abandon = sqlite.prepare(`UPDATE messages SET owner = '${ABANDONED}' WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
+  const abandon = sqlite.prepare(`UPDATE messages SET owner = ? WHERE seq = ? AND state = 'processing' AND lease_token IS ?`);
   // The archive, then a fenced DELETE, not DELETE … RETURNING: SQLite collects RETURNING's output in
   // memory before it hands out the first row. In a loop that cost 2–9 µs more per deleted row (7
   // of 8 rounds), and a drain at concurrency 1 ran 4–8% faster without it.
@@ -495,7 +495,15 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     /** Marks an in-flight row as abandoned by a graceful stop (not a crash) for the next recovery. */
     markAbandoned(seq: number, token: string): boolean {
       deltas.beforeChange();
-      return abandon.run(seq, token).changes === 1;
+      return abandon.run(ABANDONED, seq, token).changes === 1;
+    },
+    /**
+     * Takes back the mark of a row whose abandoned handler still runs in this process: a crash
+     * from now on happens with it really in flight, and must be counted as one.
+     */
+    unmarkAbandoned(seq: number, token: string): boolean {
+      deltas.beforeChange();
+      return abandon.run(null, seq, token).changes === 1;
     },
     /** Deletes a row if still in `state` under `token` (its timeline ended by `end`); false when stale. */
     remove(seq: number, queue: string, state: MessageState, token: string | null, group: string | null, end: RowEnd): boolean {

@@ -27,8 +27,11 @@ interface Recovered {
   error: StoredError | null;
 }
 
-/** Returns one in-flight row to pending (or dead), inside the caller's transaction. */
-function recoverRow(deps: SupervisorDeps, claimer: Claimer, row: MessageRow, now: number): Recovered | undefined {
+/**
+ * Returns one in-flight row to pending (or dead), inside the caller's transaction; a crash is
+ * counted unless a graceful stop marked the row (or `crashed` says otherwise).
+ */
+function recoverRow(deps: SupervisorDeps, claimer: Claimer, row: MessageRow, now: number, crashed = row.owner !== ABANDONED): Recovered | undefined {
   let state: MessageMachineState;
   try {
     state = rowState(row);
@@ -36,7 +39,6 @@ function recoverRow(deps: SupervisorDeps, claimer: Claimer, row: MessageRow, now
     return claimer.corrupt(row, error, now, null) ? { row, to: 'dead', attempt: row.attempt, error: { code: 'CORRUPT_ROW', message: (error as Error).message } } : undefined;
   }
   const { maxCrashes } = policyFor(deps.settings.get(), row.queue);
-  const crashed = row.owner !== ABANDONED;
   const next = machine.step(state, { type: 'RECOVER', at: now, maxCrashes, crashed });
   const to = next.value;
   // The timeline and the failed-attempt counts say why the attempt ended without an outcome.
@@ -63,7 +65,9 @@ export function recover(deps: SupervisorDeps, claimer: Claimer, announce: Announ
   runTransaction(deps.sqlite, () => {
     for (;;) {
       // The rows left in flight come back every time: ask for as many more.
-      const rows = repo.inflight(500 + running.size).filter((row) => running.get(row.seq) !== row.leaseToken);
+      const all = repo.inflight(500 + running.size);
+      const rows = all.filter((row) => running.get(row.seq) !== row.leaseToken);
+      for (const row of all) if (row.owner === ABANDONED && running.get(row.seq) === row.leaseToken) repo.unmarkAbandoned(row.seq, row.leaseToken);
       if (rows.length === 0) break;
       for (const row of rows) {
         const done = recoverRow(deps, claimer, row, now);
@@ -91,8 +95,9 @@ export function recoverAbandoned(deps: SupervisorDeps, claimer: Claimer, announc
   deps.committer.enqueue({
     kind: 'transition',
     run: () => {
+      // Its token says it is still the attempt this process abandoned (a pull lease has another).
       const row = deps.repo.bySeq(seq);
-      recovered = row && row.leaseToken === token && row.owner === ABANDONED ? recoverRow(deps, claimer, row, deps.clock.now()) : undefined;
+      recovered = row && row.state !== 'pending' && row.leaseToken === token ? recoverRow(deps, claimer, row, deps.clock.now(), false) : undefined;
     },
     committed: () => {
       if (recovered) announceAll(announce, [recovered], deps.clock.now());

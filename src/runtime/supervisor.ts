@@ -19,6 +19,7 @@
  *   superseded attempt can never settle a newer one.
  * - Pending rows are not actors: an actor lives only while its message is in flight.
  */
+import { monotonicNow } from '../clock.js';
 import { SpoolError } from '../errors.js';
 import { createScheduleRunner } from '../schedules/runner.js';
 import { createClaimer } from './claim.js';
@@ -44,8 +45,27 @@ export function createSupervisor(deps: SupervisorDeps) {
   const pools = createPools(settings.get(), deps.inspect);
   const queues = createQueueTracker();
   let running = false;
-  /** Rows whose handler a stop abandoned and which still runs in this process: seq → lease token. */
-  const abandoned = new Map<number, string>();
+  /**
+   * Rows whose handler a stop abandoned and which still runs in this process: seq → its lease
+   * token and handler deadline (monotonic; null: no timeoutMs). Past the deadline the row is
+   * recovered even if the handler never returns, as `timeoutMs` would have ended it.
+   */
+  const abandoned = new Map<number, { token: string; deadline: number | null }>();
+  /** Recovers an abandoned row (its handler returned, or its deadline passed) if still ours. */
+  function releaseAbandoned(seq: number, token: string) {
+    if (abandoned.get(seq)?.token !== token) return;
+    abandoned.delete(seq);
+    if (!running) return;
+    recoverAbandoned(deps, claimer, announce, seq, token, (queue) => {
+      if (queue !== undefined) queues.heat(queue);
+      committer.wake();
+    });
+  }
+  /** Abandoned rows whose handler deadline passed: the poll recovers them. */
+  function releaseOverdue() {
+    const now = monotonicNow(clock);
+    for (const [seq, a] of abandoned) if (a.deadline !== null && a.deadline <= now) releaseAbandoned(seq, a.token);
+  }
   let settingsSub: { unsubscribe(): void } | undefined;
 
   const timers = createRuntimeTimers(clock, {
@@ -55,6 +75,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     poll() {
       // Also catches a deleted database on an idle spool, which commits nothing to notice it by.
       if (!committer.verify()) return;
+      releaseOverdue();
       try {
         // Schedules other processes (or the CLI) changed.
         scheduler.refresh();
@@ -154,7 +175,11 @@ export function createSupervisor(deps: SupervisorDeps) {
     /** Recovery, then claiming. */
     start() {
       if (running) return;
-      recover(deps, claimer, announce, abandoned);
+      // A row whose abandoned handler still runs here stays in flight, up to its deadline.
+      const now = monotonicNow(clock);
+      const stillRunning = new Map<number, string>();
+      for (const [seq, a] of abandoned) if (a.deadline === null || a.deadline > now) stillRunning.set(seq, a.token);
+      recover(deps, claimer, announce, stillRunning);
       refreshQueues();
       running = true;
       timers.startPoll();
@@ -220,16 +245,8 @@ export function createSupervisor(deps: SupervisorDeps) {
         entry.settled = true;
         const { seq, token } = entry;
         committer.enqueue({ kind: 'transition', run: () => repo.markAbandoned(seq, token) });
-        abandoned.set(seq, token);
-        void entry.finished.then(() => {
-          if (abandoned.get(seq) !== token) return;
-          abandoned.delete(seq);
-          if (!running) return;
-          recoverAbandoned(deps, claimer, announce, seq, token, (queue) => {
-            if (queue !== undefined) queues.heat(queue);
-            committer.wake();
-          });
-        });
+        abandoned.set(seq, { token, deadline: entry.deadline });
+        void entry.finished.then(() => releaseAbandoned(seq, token));
         leases.abort(entry, new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
         entry.actor?.stop();
         leases.delete(entry);

@@ -28,6 +28,7 @@ import { queueUrlBase } from './queue-url.js';
 import { renderJsonError, renderJsonResult, type RenderedResponse } from './render-json.js';
 import { renderQueryError, renderQueryResult } from './render-query.js';
 import { normalizeRequest } from './requests.js';
+import { loopbackHosts } from '../loopback.js';
 import { parseAuthorization, verifySignature } from './sigv4.js';
 
 /** A `node:http` request handler; `next` (Express/Connect style) receives requests that are not SQS calls. */
@@ -48,7 +49,7 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       return send(res, renderJsonError(new SqsError('NotFound', `No SQS operation at ${req.method ?? '?'} ${pathOf(req)}: send a POST with X-Amz-Target (JSON) or a form body with Action (Query).`), requestId));
     }
     const renderError = (error: SqsError) => (protocol === 'json' ? renderJsonError(error, requestId) : renderQueryError(error, requestId));
-    const page = fromWebPage(req);
+    const page = fromWebPage(req) ?? foreignHost(req, resolved.allowedHosts, resolved.publicUrl);
     if (page !== undefined) {
       req.resume();
       return send(res, renderError(new SqsError('AccessDenied', `SQS calls from a web page are refused (${page}): a page must not purge or delete queues through a browser.`)));
@@ -73,6 +74,10 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
         verifySignature({ method: req.method ?? 'POST', url: signedUrl, headers: req.headers, body }, { ...resolved.auth, now: resolved.now });
       }
       const { op, input } = protocol === 'json' ? parseJsonRequest(header(req, 'x-amz-target') ?? '', body) : parseQueryRequest(url, body);
+      // Any page can make a browser GET a URL (an image), with no header to tell: GET reads only.
+      if (req.method === 'GET' && !READ_ONLY_ACTIONS.has(op)) {
+        throw new SqsError('MethodNotAllowed', `${op} changes something: send it as a POST (GET serves only ${[...READ_ONLY_ACTIONS].join(', ')}).`);
+      }
       const request = normalizeRequest(op, input, { path: pathOf(req) });
       if (op === 'ReceiveMessage') {
         controller = new AbortController();
@@ -136,6 +141,23 @@ function fromWebPage(req: IncomingMessage): string | undefined {
   if (site !== undefined && site !== 'none') return `Sec-Fetch-Site: ${site}`;
   const origin = header(req, 'origin');
   return origin === undefined ? undefined : `Origin: ${origin}`;
+}
+
+/** The actions a Query GET may run: they change nothing. */
+const READ_ONLY_ACTIONS: ReadonlySet<string> = new Set(['ListQueues', 'GetQueueUrl', 'GetQueueAttributes', 'ListQueueTags', 'ListDeadLetterSourceQueues']);
+
+/**
+ * Why a request that reached a loopback address is refused for its Host header, or undefined: a
+ * page whose DNS name rebinds to this machine would name its own host. Served: `allowedHosts`,
+ * or the loopback names and `publicUrl`'s host.
+ */
+function foreignHost(req: IncomingMessage, allowedHosts: string[] | undefined, publicUrl: string | undefined): string | undefined {
+  const loopback = loopbackHosts(req.socket.localAddress ?? '');
+  if (loopback === undefined) return undefined;
+  const allowed = allowedHosts ?? (publicUrl === undefined ? loopback : [...loopback, new URL(publicUrl).hostname.toLowerCase()]);
+  const host = (header(req, 'host') ?? '').toLowerCase();
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
+  return allowed.includes(name) ? undefined : `Host: ${host}`;
 }
 
 /** JSON when `X-Amz-Target` or an `application/x-amz-json*` type is there; Query for a form body or `?Action=`. */

@@ -28,6 +28,11 @@ export interface SqsHandlerOptions {
   now?: () => number;
   /** Called with every failure answered as InternalFailure (a bug or a storage fault), for logging. */
   onError?: (error: unknown) => void;
+  /**
+   * Host names served on a loopback address (DNS rebinding guard). Default: the loopback names,
+   * and `publicUrl`'s host; behind a reverse proxy on this machine, list its public names.
+   */
+  allowedHosts?: string[];
 }
 
 /** The defaults of `SqsHandlerOptions`. */
@@ -47,6 +52,7 @@ export interface ResolvedSqsHandlerOptions {
   signal: AbortSignal | undefined;
   now: () => number;
   onError: (error: unknown) => void;
+  allowedHosts: string[] | undefined;
 }
 
 const REGION = /^[a-z0-9-]{1,64}$/;
@@ -97,5 +103,6 @@ export function resolveSqsHandlerOptions(options: SqsHandlerOptions = {}): Resol
     signal: options.signal,
     now: options.now ?? Date.now,
     onError: options.onError ?? (() => {}),
+    allowedHosts: options.allowedHosts?.map((h) => h.toLowerCase()),
   };
 }

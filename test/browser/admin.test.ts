@@ -188,6 +188,43 @@ describe('dashboard in chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  it('acts on "all matching" only for the search the list shows, naming it in the confirmation', async () => {
+    const { spool, base } = await spoolWithTraffic();
+    const ids = await sendHeld(spool, 5);
+    const { page, errors } = await openPage(base, '#/queue/held');
+    await page.waitForSelector('[data-testid="message-list"]');
+    // Typed, not searched: the list still shows every message, so "all matching" waits.
+    await page.fill('[data-testid="search"]', 'orderId=4202');
+    expect(await page.locator('[data-testid="bulk-delete-all"]').isDisabled()).toBe(true);
+    expect(await page.locator('[data-testid="bulk-requeue-all"]').isDisabled()).toBe(true);
+    await page.click('[data-testid="apply-filter"]');
+    await expect.poll(() => page.locator('.message-row[data-id]').count(), { timeout: WAIT_MS }).toBe(1);
+    const asked: string[] = [];
+    page.once('dialog', (dialog) => {
+      asked.push(dialog.message());
+      void dialog.accept();
+    });
+    await page.click('[data-testid="bulk-delete-all"]');
+    await expect.poll(async () => (await spool.get(ids[2]!)) === undefined, { timeout: WAIT_MS }).toBe(true);
+    expect(asked).toEqual(['Delete every message of queue held matching: any state, search "orderId=4202"?']);
+    for (const id of [ids[0], ids[1], ids[3], ids[4]]) expect(await spool.get(id!)).toMatchObject({ state: 'pending' });
+    expect(errors).toEqual([]);
+  });
+
+  it('shows direction marks in stored data as escapes, and a malformed link as the overview', async () => {
+    const { spool, base } = await spoolWithTraffic();
+    // U+202E reverses what follows: "0001" would read as "1000".
+    const id = await spool.send('held', { amount: '\u202E0001\u202C' });
+    const { page, errors } = await openPage(base, `#/message/${encodeURIComponent(id)}`);
+    const payload = await page.locator('[data-testid="payload"]').textContent();
+    expect(payload).toContain('"amount": "\\u202E0001\\u202C"');
+    expect(payload).not.toContain('\u202E');
+    await page.goto(`${base}/admin/#/queue/%E0%A4%A`);
+    await page.waitForSelector('[data-testid="live-status"]:text("live")');
+    expect((await page.locator('#app').innerHTML()).length).toBeGreaterThan(0);
+    expect(errors).toEqual([]);
+  });
+
   it('draws every state of the machine, counts them live, animates transitions and highlights a path', async () => {
     const { spool, base } = await spoolWithTraffic();
     const states = toDirectedGraph(messageMachine).children.map((c) => c.stateNode.key);

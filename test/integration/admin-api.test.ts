@@ -259,9 +259,10 @@ describe('admin API: changes', () => {
     const res = await call(base, '/admin/api/messages/delete', { body: { filter: { queue: 'orphan', state: 'dead', text: 'orphan' } } });
     expect(res.body).toEqual({ removed: 0 });
     for (const id of ids) expect((await spool.get(id))?.state).toBe('pending');
-    // remove() itself takes the fence.
+    // remove() itself takes the fence: the state, and the queue.
     expect(await spool.remove([ids[0]!], { state: 'dead' })).toBe(0);
-    expect(await spool.remove([ids[0]!], { state: 'pending' })).toBe(1);
+    expect(await spool.remove([ids[0]!], { state: 'pending', queue: 'elsewhere' })).toBe(0);
+    expect(await spool.remove([ids[0]!], { state: 'pending', queue: 'orphan' })).toBe(1);
   });
 
   it('deletes messages by id, one or a selection, announcing message.removed with reason deleted', async () => {

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveAdminOptions } from '../../src/admin/options.js';
-import { loopbackHosts } from '../../src/admin/security.js';
+import { loopbackHosts } from '../../src/loopback.js';
 import { serveAdmin, startAdminServer } from '../../src/admin/server.js';
 import { call, openSse } from '../helpers/admin.js';
 import { nextEvent } from '../helpers/events.js';

@@ -267,6 +267,30 @@ describe('stop()', () => {
     await bothDone;
     expect(log).toEqual(['start 1/1', 'end 1/1', 'start 1/2', 'end 1/2', 'start 2/1', 'end 2/1']);
   });
+
+  it('an abandoned handler that never returns holds its row only until its timeoutMs has passed', async () => {
+    const spool = spools.open({ config: { processor: { pollIntervalMs: 50 }, queues: { email: { timeoutMs: 300 } } } });
+    const log: string[] = [];
+    spool.register<{ n: number }>('email', async (message) => {
+      log.push(`start ${message.payload.n}/${message.deliveries}`);
+      // Hangs for good on its first delivery, deaf to its signal.
+      if (message.deliveries === 1 && message.payload.n === 1) await new Promise(() => {});
+    });
+    await spool.start();
+    const processing = reached(spool.events$, 'processing', 1);
+    const [first] = await spool.sendBatch('email', [{ n: 1 }, { n: 2 }], { group: 'g' });
+    await processing;
+    await spool.stop({ timeoutMs: 10 });
+    const recovered = nextEvent(spool.events$, (e) => e.type === 'spool.recovered');
+    const bothDone = reached(spool.events$, 'done', 2, 'email', 10_000);
+    await spool.start();
+    expect(await recovered).toMatchObject({ pending: 0, dead: 0 });
+    // Past the 300 ms deadline, the poll returns it to pending: it runs again, then its group goes on.
+    await bothDone;
+    expect(log).toEqual(['start 1/1', 'start 1/2', 'start 2/1']);
+    const kept = await spool.removedHistory(first!);
+    expect(kept!.history.filter((h) => h.code !== undefined)).toEqual([expect.objectContaining({ from: 'processing', to: 'pending', code: 'STOPPED' })]);
+  });
 });
 
 describe('close()', () => {

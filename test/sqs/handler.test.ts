@@ -158,6 +158,41 @@ describe('every response is JSON (or XML under Query), never HTML', () => {
     expect(typed.text).toContain('<Code>AWS.SimpleQueueService.NonExistentQueue</Code>');
   });
 
+  it('on a loopback address, refuses a Host naming another machine (DNS rebinding) unless publicUrl or allowedHosts names it', async () => {
+    const backend = failingBackend(() => spoolError('QUEUE_NOT_FOUND'));
+    const raw = (port: number, host: string) =>
+      new Promise<string>((resolve, reject) => {
+        const body = JSON.stringify({ QueueName: 'x' });
+        const req = request(
+          { host: '127.0.0.1', port, method: 'POST', path: '/', headers: { host, 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.GetQueueUrl' } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+            res.on('end', () => resolve(`${res.statusCode} ${text}`));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const plain = Number(new URL((await start(backend)).endpoint).port);
+    expect(await raw(plain, `attacker.example:${plain}`)).toMatch(/^403 .*AccessDenied/);
+    expect(await raw(plain, `localhost:${plain}`)).toMatch(/^400 .*QueueDoesNotExist/);
+    const proxied = Number(new URL((await start(backend, { publicUrl: 'http://queues.example:9324' })).endpoint).port);
+    expect(await raw(proxied, 'queues.example:9324')).toMatch(/^400 .*QueueDoesNotExist/);
+    const listed = Number(new URL((await start(backend, { allowedHosts: ['Queues.Internal'] })).endpoint).port);
+    expect(await raw(listed, 'queues.internal')).toMatch(/^400 .*QueueDoesNotExist/);
+    expect(await raw(listed, `localhost:${listed}`)).toMatch(/^403 .*AccessDenied/);
+  });
+
+  it('serves a Query GET only for actions that change nothing', async () => {
+    const backend = failingBackend(() => spoolError('QUEUE_NOT_FOUND'));
+    const { endpoint } = await start(backend);
+    const purge = await call(endpoint, { method: 'GET', path: `/?Action=PurgeQueue&QueueUrl=${encodeURIComponent(QUEUE_URL)}` });
+    expect(purge.status).toBe(405);
+    expect(purge.text).toContain('<Code>MethodNotAllowed</Code>');
+    expect(backend.calls).toEqual([]);
+  });
+
   it('serves a Query GET with ?Action= and answers a Query PUT with an XML 405', async () => {
     const { endpoint } = await start(failingBackend(() => spoolError('QUEUE_NOT_FOUND')));
     const get = await call(endpoint, { method: 'GET', path: '/?Action=GetQueueUrl&QueueName=x' });

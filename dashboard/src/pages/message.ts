@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type MessageDetail } from '../api.js';
 import { Notice, StateChip, useNotice } from '../components.js';
-import { duration, link, time } from '../format.js';
+import { duration, link, time, visible } from '../format.js';
 import { html } from '../html.js';
 import { useLiveEvents } from '../live.js';
 
@@ -85,12 +85,12 @@ function Details({ m }: { m: MessageDetail }) {
         ${m.sourceQueue === undefined ? null : html`<dt>Moved from</dt><dd><a href=${link.queue(m.sourceQueue)} data-testid="source-queue">${m.sourceQueue}</a></dd>`}
       </dl>
       <h2>Payload</h2>
-      <pre class="code" data-testid="payload">${JSON.stringify(m.payload, null, 2)}</pre>
+      <pre class="code" data-testid="payload">${visible(JSON.stringify(m.payload, null, 2))}</pre>
       ${m.lastError
         ? html`<h2>Last error</h2>
             <div class="card error-card" data-testid="last-error">
-              <p><b class="mono">${m.lastError.code}</b> ${m.lastError.message}</p>
-              ${m.lastError.stack ? html`<pre class="code stack">${m.lastError.stack}</pre>` : null}
+              <p><b class="mono">${visible(m.lastError.code)}</b> <span class="data">${visible(m.lastError.message)}</span></p>
+              ${m.lastError.stack ? html`<pre class="code stack">${visible(m.lastError.stack)}</pre>` : null}
             </div>`
         : null}
   `;

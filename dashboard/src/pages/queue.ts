@@ -49,6 +49,14 @@ function query(name: string, f: Filter): Record<string, string | number | undefi
   };
 }
 
+/** The filter in words, for a confirmation: what "all matching" will act on. */
+function describeFilter(f: Filter): string {
+  const parts = [f.state ? `state ${f.state}` : 'any state', f.search ? `search ${JSON.stringify(f.search)}` : '', f.from ? `from ${f.from}` : '', f.to ? `to ${f.to}` : ''];
+  return parts.filter(Boolean).join(', ');
+}
+
+const sameFilter = (a: Filter, b: Filter) => a.state === b.state && a.search === b.search && a.from === b.from && a.to === b.to;
+
 function filterBody(name: string, f: Filter) {
   const q = query(name, f);
   return Object.fromEntries(
@@ -121,7 +129,14 @@ export function QueuePage({ name, readOnly }: { name: string; readOnly: boolean 
 
   async function bulk(action: 'requeue' | 'delete', scope: 'selected' | 'filter') {
     const body = scope === 'selected' ? { ids: [...selected] } : { filter: filterBody(name, applied) };
-    if (action === 'delete' && !confirm(scope === 'selected' ? `Delete ${selected.size} messages?` : 'Delete every message matching the filter?')) return;
+    // "All matching" acts on the search the list shows (applied), which the confirmation names.
+    const question =
+      scope === 'selected'
+        ? action === 'delete'
+          ? `Delete ${selected.size} messages?`
+          : null
+        : `${action === 'delete' ? 'Delete' : 'Requeue'} every message of queue ${name} matching: ${describeFilter(applied)}?`;
+    if (question !== null && !confirm(question)) return;
     const result = await run(
       () => api<{ requeued?: number; removed?: number }>(`messages/${action}`, { method: 'POST', body }),
       (r) => (action === 'requeue' ? `${r.requeued} requeued` : `${r.removed} deleted`),
@@ -206,8 +221,8 @@ export function QueuePage({ name, readOnly }: { name: string; readOnly: boolean 
               <span class="muted">${selected.size} selected</span>
               <button disabled=${selected.size === 0} data-testid="bulk-requeue" onClick=${() => bulk('requeue', 'selected')}>Requeue</button>
               <button disabled=${selected.size === 0} class="danger" data-testid="bulk-delete" onClick=${() => bulk('delete', 'selected')}>Delete</button>
-              <button onClick=${() => bulk('requeue', 'filter')}>Requeue all matching</button>
-              <button class="danger" onClick=${() => bulk('delete', 'filter')}>Delete all matching</button>
+              <button disabled=${!sameFilter(filter, applied)} title=${sameFilter(filter, applied) ? '' : 'Press Search first: the list shows the last search'} data-testid="bulk-requeue-all" onClick=${() => bulk('requeue', 'filter')}>Requeue all matching</button>
+              <button disabled=${!sameFilter(filter, applied)} title=${sameFilter(filter, applied) ? '' : 'Press Search first: the list shows the last search'} class="danger" data-testid="bulk-delete-all" onClick=${() => bulk('delete', 'filter')}>Delete all matching</button>
             `}
       </div>
       ${messages === null

@@ -1,0 +1,19 @@
+/**
+ * Loopback addresses, for the DNS-rebinding guards of the admin and SQS servers: a page whose
+ * DNS name rebinds to this machine reaches a loopback port with its own name in the Host header.
+ */
+import { isIPv4, isIPv6 } from 'node:net';
+
+/**
+ * The Host names a server bound to `bind` serves when `bind` is a loopback address (`localhost`,
+ * 127.0.0.0/8, `::1` with or without brackets), so that a page whose DNS name rebinds to this
+ * machine cannot reach the API through a browser; undefined for any other address.
+ */
+export function loopbackHosts(bind: string): string[] | undefined {
+  const bare = (bind.startsWith('[') && bind.endsWith(']') ? bind.slice(1, -1) : bind).toLowerCase();
+  const v4 = isIPv4(bare) || /^::ffff:\d+\.\d+\.\d+\.\d+$/.test(bare) ? bare.replace(/^::ffff:/, '') : undefined;
+  const loopback = bare === 'localhost' || (v4 !== undefined && isIPv4(v4) && v4.startsWith('127.')) || (isIPv6(bare) && /^(0{0,4}:){2,7}0{0,3}1$/.test(bare));
+  if (!loopback) return undefined;
+  return [...new Set(['127.0.0.1', 'localhost', '[::1]', isIPv6(bare) ? `[${bare}]` : bare])];
+}
+
