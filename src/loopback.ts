@@ -14,6 +14,7 @@ export function loopbackHosts(bind: string): string[] | undefined {
   const v4 = isIPv4(bare) || /^::ffff:\d+\.\d+\.\d+\.\d+$/.test(bare) ? bare.replace(/^::ffff:/, '') : undefined;
   const loopback = bare === 'localhost' || (v4 !== undefined && isIPv4(v4) && v4.startsWith('127.')) || (isIPv6(bare) && /^(0{0,4}:){2,7}0{0,3}1$/.test(bare));
   if (!loopback) return undefined;
-  return [...new Set(['127.0.0.1', 'localhost', '[::1]', isIPv6(bare) ? `[${bare}]` : bare])];
+  // An IPv4-mapped address is named by its IPv4 form too.
+  return [...new Set(['127.0.0.1', 'localhost', '[::1]', isIPv6(bare) ? `[${bare}]` : bare, ...(v4 === undefined ? [] : [v4])])];
 }
 

@@ -42,8 +42,9 @@ export function visible(text: string): string {
 
 /** A payload preview on one line. */
 export function preview(value: unknown, max = 120): string {
-  const text = visible(typeof value === 'string' ? value : JSON.stringify(value));
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  // Cut first, then escape: an escape is never cut in half.
+  return text.length > max ? `${visible(text.slice(0, max))}…` : visible(text);
 }
 
 /** Route links. */

@@ -50,6 +50,9 @@ export function resolveAdminOptions(options: AdminHandlerOptions = {}): Resolved
     }
     return v;
   };
+  if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string'))) {
+    throw new SpoolError('INVALID_OPTIONS', 'Expected admin option allowedHosts to be an array of host names');
+  }
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
     throw new SpoolError('INVALID_OPTIONS', 'Expected admin option token to be a non-empty string');
   }
@@ -58,7 +61,8 @@ export function resolveAdminOptions(options: AdminHandlerOptions = {}): Resolved
     readOnly: options.readOnly ?? false,
     detached: options.detached ?? false,
     allowedOrigins: options.allowedOrigins ?? [],
-    allowedHosts: options.allowedHosts,
+    // Compared with the request's Host, lowercased.
+    allowedHosts: options.allowedHosts?.map((h) => h.toLowerCase()),
     heartbeatMs: positive('heartbeatMs', options.heartbeatMs, 15_000, MAX_TIMER_MS),
     tickMs: positive('tickMs', options.tickMs, 1000, MAX_TIMER_MS),
     maxEventsPerSecond: positive('maxEventsPerSecond', options.maxEventsPerSecond, 500, Number.MAX_SAFE_INTEGER),

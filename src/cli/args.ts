@@ -49,7 +49,7 @@ Schedules:
 
 Serving:
   spool serve --db <file> [--config <file>] [--host 127.0.0.1] [--port 9324] [--public-url <url>]
-              [--region us-east-1] [--auth-keys <file.json>] [--token <t>]
+              [--region us-east-1] [--auth-keys <file.json>] [--token <t>] [--allowed-hosts a,b]
       Starts the spool (it takes the owner lock: one serve per file) and serves the Amazon SQS API
       (JSON 1.0 and Query) on host:port, with the dashboard under /admin/ and metrics at /metrics.
       Prints the SQS endpoint and the admin URL, one line each, then runs until SIGINT or
@@ -57,6 +57,8 @@ Serving:
       handed out (default: the request's Host). --auth-keys names a JSON file {"AKID": "secret"}:
       only requests signed (SigV4) with one of those keys are served. --token guards the dashboard,
       its API and /metrics as in spool admin; with --auth-keys and no --token they are not served.
+      On a loopback host only loopback names and --public-url's host are served in the Host
+      header; --allowed-hosts adds names (a reverse proxy here, host.docker.internal).
       Creates the file if missing.
 
 Dashboard:
@@ -99,7 +101,7 @@ export type CliCommand =
   | { name: 'schedules list'; db: string; config?: string }
   | { name: 'schedules upsert'; db: string; config?: string; schedule: string; spec: string }
   | { name: 'schedules remove'; db: string; config?: string; schedule: string }
-  | { name: 'serve'; db: string; config?: string; host: string; port: number; publicUrl?: string; region?: string; authKeys?: string; token?: string }
+  | { name: 'serve'; db: string; config?: string; host: string; port: number; publicUrl?: string; region?: string; authKeys?: string; token?: string; allowedHosts?: string[] }
   | { name: 'admin'; db: string; config?: string; port: number; host: string; token?: string; readOnly: boolean };
 
 /** A command that works on a database file (every command but help and version). */
@@ -129,6 +131,7 @@ const OPTIONS = {
   'public-url': { type: 'string' },
   region: { type: 'string' },
   'auth-keys': { type: 'string' },
+  'allowed-hosts': { type: 'string' },
   token: { type: 'string' },
   'read-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -151,7 +154,7 @@ const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[
   'schedules list': { options: ['db', 'config'], args: [] },
   'schedules upsert': { options: ['db', 'config'], args: ['<name>', '<json spec>'] },
   'schedules remove': { options: ['db', 'config'], args: ['<name>'] },
-  serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys', 'token'], args: [] },
+  serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys', 'token', 'allowed-hosts'], args: [] },
   admin: { options: ['db', 'config', 'port', 'host', 'token', 'read-only'], args: [] },
 };
 
@@ -258,6 +261,7 @@ export function parseCli(argv: string[]): CliCommand {
         ...(values.region === undefined ? {} : { region: values.region }),
         ...(values['auth-keys'] === undefined ? {} : { authKeys: values['auth-keys'] }),
         ...(values.token === undefined ? {} : { token: values.token }),
+        ...(values['allowed-hosts'] === undefined ? {} : { allowedHosts: parseHostList(values['allowed-hosts']) }),
       };
     case 'admin': {
       if (values.host === '') throw new UsageError('Expected --host to name an interface, got ""');
@@ -272,6 +276,13 @@ export function parseCli(argv: string[]): CliCommand {
       };
     }
   }
+}
+
+/** `--allowed-hosts a,b`: host names, lowercased; a usage error when empty. */
+function parseHostList(text: string): string[] {
+  const hosts = text.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  if (hosts.length === 0) throw new UsageError('Expected --allowed-hosts to list host names, e.g. --allowed-hosts queues.internal,host.docker.internal');
+  return hosts;
 }
 
 /** Where `spool serve` listens unless told: loopback only, and ElasticMQ's port so existing configs work. */

@@ -42,6 +42,7 @@ export async function serve(command: ServeCommand, io: CliIo, describeError: (er
       host: command.host,
       port: command.port,
       ...(command.publicUrl === undefined ? {} : { publicUrl: command.publicUrl }),
+      ...(command.allowedHosts === undefined ? {} : { allowedHosts: command.allowedHosts }),
       ...(command.region === undefined ? {} : { region: command.region }),
       ...(authKeys === undefined ? {} : { authKeys }),
       ...(mounted ? { fallback: mounted.handle } : {}),
@@ -105,7 +106,10 @@ async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promi
   }
   try {
     // On loopback, only loopback Host headers reach the admin API (a rebound DNS name does not).
-    const allowedHosts = loopbackHosts(command.host);
+    const loopback = loopbackHosts(command.host);
+    // A --public-url that is not a URL is refused by the SQS server, just after.
+    const publicHost = command.publicUrl !== undefined && URL.canParse(command.publicUrl) ? [new URL(command.publicUrl).hostname.toLowerCase()] : [];
+    const allowedHosts = loopback === undefined ? undefined : [...loopback, ...publicHost, ...(command.allowedHosts ?? [])];
     if (allowedHosts === undefined && command.token === undefined) io.stderr(warnOpenAdmin('spool serve', command.host));
     const handler = createAdminHandler(spool, { ...(allowedHosts ? { allowedHosts } : {}), ...(command.token === undefined ? {} : { token: command.token }) });
     return {

@@ -244,7 +244,6 @@ export function createSupervisor(deps: SupervisorDeps) {
         // run beside it, nor its group's next message); it is recovered when the handler returns.
         entry.settled = true;
         const { seq, token } = entry;
-        committer.enqueue({ kind: 'transition', run: () => repo.markAbandoned(seq, token) });
         abandoned.set(seq, { token, deadline: entry.deadline });
         void entry.finished.then(() => releaseAbandoned(seq, token));
         leases.abort(entry, new SpoolError('STOPPED', 'The spool stopped before this handler finished'));
@@ -252,6 +251,11 @@ export function createSupervisor(deps: SupervisorDeps) {
         leases.delete(entry);
         control.ended(entry.queue, entry.seq);
         pools.release(entry.pool);
+      }
+      // Marked on disk: these, and rows held since an earlier stop (they lost their mark at that
+      // start, so that a crash while held counts one), are abandoned, not crashed.
+      for (const [seq, held] of abandoned) {
+        committer.enqueue({ kind: 'transition', run: () => repo.markAbandoned(seq, held.token) });
       }
       await committer.drain(Math.max(DRAIN_GRACE_MS, deadline - performance.now()));
       leases.clearTimer();

@@ -49,10 +49,21 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       return send(res, renderJsonError(new SqsError('NotFound', `No SQS operation at ${req.method ?? '?'} ${pathOf(req)}: send a POST with X-Amz-Target (JSON) or a form body with Action (Query).`), requestId));
     }
     const renderError = (error: SqsError) => (protocol === 'json' ? renderJsonError(error, requestId) : renderQueryError(error, requestId));
-    const page = fromWebPage(req) ?? foreignHost(req, resolved.allowedHosts, resolved.publicUrl);
+    const page = fromWebPage(req);
     if (page !== undefined) {
       req.resume();
       return send(res, renderError(new SqsError('AccessDenied', `SQS calls from a web page are refused (${page}): a page must not purge or delete queues through a browser.`)));
+    }
+    // A signed request cannot come from a page; an unsigned one on loopback must name this machine.
+    const host = resolved.auth ? undefined : foreignHost(req, resolved.allowedHosts, resolved.publicUrl);
+    if (host !== undefined) {
+      req.resume();
+      return send(
+        res,
+        renderError(
+          new SqsError('AccessDenied', `Host "${host}" is not a name of this endpoint: on a loopback address only loopback names, publicUrl's host and allowedHosts are served (a web page that rebinds its DNS name to this machine must not reach it).`),
+        ),
+      );
     }
     if (req.method !== 'POST' && !(protocol === 'query' && req.method === 'GET')) {
       req.resume();
@@ -147,17 +158,18 @@ function fromWebPage(req: IncomingMessage): string | undefined {
 const READ_ONLY_ACTIONS: ReadonlySet<string> = new Set(['ListQueues', 'GetQueueUrl', 'GetQueueAttributes', 'ListQueueTags', 'ListDeadLetterSourceQueues']);
 
 /**
- * Why a request that reached a loopback address is refused for its Host header, or undefined: a
- * page whose DNS name rebinds to this machine would name its own host. Served: `allowedHosts`,
- * or the loopback names and `publicUrl`'s host.
+ * The Host of a request that reached a loopback address under a name that is not this
+ * endpoint's, or undefined: a page whose DNS name rebinds to this machine names its own host.
+ * Served: the loopback names, `publicUrl`'s host, and `allowedHosts`.
  */
 function foreignHost(req: IncomingMessage, allowedHosts: string[] | undefined, publicUrl: string | undefined): string | undefined {
   const loopback = loopbackHosts(req.socket.localAddress ?? '');
   if (loopback === undefined) return undefined;
-  const allowed = allowedHosts ?? (publicUrl === undefined ? loopback : [...loopback, new URL(publicUrl).hostname.toLowerCase()]);
   const host = (header(req, 'host') ?? '').toLowerCase();
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
-  return allowed.includes(name) ? undefined : `Host: ${host}`;
+  // "localhost." (a fully qualified name) is localhost.
+  const name = (host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!).replace(/\.$/, '');
+  if (loopback.includes(name) || allowedHosts?.includes(name)) return undefined;
+  return publicUrl !== undefined && new URL(publicUrl).hostname.toLowerCase() === name ? undefined : host;
 }
 
 /** JSON when `X-Amz-Target` or an `application/x-amz-json*` type is there; Query for a form body or `?Action=`. */

@@ -29,8 +29,9 @@ export interface SqsHandlerOptions {
   /** Called with every failure answered as InternalFailure (a bug or a storage fault), for logging. */
   onError?: (error: unknown) => void;
   /**
-   * Host names served on a loopback address (DNS rebinding guard). Default: the loopback names,
-   * and `publicUrl`'s host; behind a reverse proxy on this machine, list its public names.
+   * More Host names served on a loopback address, besides the loopback names and `publicUrl`'s
+   * host (an unsigned request naming any other is refused: DNS rebinding). Behind a reverse proxy
+   * on this machine, or for a name mapped to 127.0.0.1 (`host.docker.internal`), list it here.
    */
   allowedHosts?: string[];
 }
@@ -94,6 +95,9 @@ export function resolveSqsHandlerOptions(options: SqsHandlerOptions = {}): Resol
     const maxSkewSec = options.auth.maxSkewSec ?? SQS_HANDLER_DEFAULTS.maxSkewSec;
     if (!Number.isFinite(maxSkewSec) || maxSkewSec <= 0) throw fail(`Expected \`auth.maxSkewSec\` to be > 0, got ${String(maxSkewSec)}`);
     auth = { keys: Object.assign(Object.create(null) as Record<string, string>, keys), maxSkewSec };
+  }
+  if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string'))) {
+    throw fail('Expected `allowedHosts` to be an array of host names');
   }
   return {
     publicUrl,

@@ -4,6 +4,7 @@
  * same port, and the refusals: a taken port and a file another process owns (LOCKED).
  */
 import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { writeFileSync } from 'node:fs';
@@ -135,6 +136,25 @@ describe('spool serve (CLI)', { timeout: 60_000 }, () => {
     expect((await patch({ authorization: 'Bearer s3cret' })).status).toBe(200);
     expect(await stop(bin, 'SIGTERM')).toEqual({ code: 0, signal: null });
     expect(spools.open().settings.get().accepting).toBe(false);
+  });
+
+  it('serves a name mapped to this machine only when --allowed-hosts lists it (DNS rebinding)', async () => {
+    const { bin, endpoint } = await serve('--allowed-hosts', 'Host.Docker.Internal');
+    const port = Number(new URL(endpoint).port);
+    const raw = (host: string, path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await raw(`host.docker.internal:${port}`, '/?Action=ListQueues')).toBe(200);
+    expect(await raw(`host.docker.internal:${port}`, '/admin/api/meta')).toBe(200);
+    expect(await raw(`attacker.example:${port}`, '/?Action=ListQueues')).toBe(403);
+    expect(await raw(`attacker.example:${port}`, '/admin/api/meta')).toBe(403);
+    expect(await stop(bin, 'SIGTERM')).toEqual({ code: 0, signal: null });
   });
 
   it('ends open dashboard streams on SIGTERM instead of waiting for them', async () => {

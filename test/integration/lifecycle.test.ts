@@ -268,6 +268,32 @@ describe('stop()', () => {
     expect(log).toEqual(['start 1/1', 'end 1/1', 'start 1/2', 'end 1/2', 'start 2/1', 'end 2/1']);
   });
 
+  it('a row held across a second stop is still abandoned, not crashed, at the start after', async () => {
+    // One counted crash would be the last: the message would go dead with CRASH_LOOP.
+    const spool = spools.open({ config: { queueDefaults: { maxCrashes: 1 } } });
+    const gate = createGate();
+    const runs: number[] = [];
+    spool.register('email', async (message) => {
+      runs.push(message.deliveries);
+      if (message.deliveries === 1) await gate.wait();
+    });
+    await spool.start();
+    const processing = reached(spool.events$, 'processing', 1);
+    const id = await spool.send('email', {});
+    await processing;
+    await spool.stop({ timeoutMs: 10 });
+    await spool.start(); // held: its handler still runs
+    await spool.stop({ timeoutMs: 10 });
+    gate.open(); // it returns while the spool is stopped
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const done = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === id && e.to === 'done');
+    await spool.start();
+    await done;
+    expect(runs).toEqual([1, 2]);
+    const kept = await spool.removedHistory(id);
+    expect(kept!.history.filter((h) => h.code !== undefined).map((h) => h.code)).toEqual(['STOPPED']);
+  });
+
   it('an abandoned handler that never returns holds its row only until its timeoutMs has passed', async () => {
     const spool = spools.open({ config: { processor: { pollIntervalMs: 50 }, queues: { email: { timeoutMs: 300 } } } });
     const log: string[] = [];

@@ -181,7 +181,13 @@ describe('every response is JSON (or XML under Query), never HTML', () => {
     expect(await raw(proxied, 'queues.example:9324')).toMatch(/^400 .*QueueDoesNotExist/);
     const listed = Number(new URL((await start(backend, { allowedHosts: ['Queues.Internal'] })).endpoint).port);
     expect(await raw(listed, 'queues.internal')).toMatch(/^400 .*QueueDoesNotExist/);
-    expect(await raw(listed, `localhost:${listed}`)).toMatch(/^403 .*AccessDenied/);
+    // allowedHosts adds names: the loopback ones stay, "localhost." is localhost.
+    expect(await raw(listed, `localhost:${listed}`)).toMatch(/^400 .*QueueDoesNotExist/);
+    expect(await raw(listed, `localhost.:${listed}`)).toMatch(/^400 .*QueueDoesNotExist/);
+    expect(await raw(listed, `attacker.example:${listed}`)).toMatch(/^403 .*AccessDenied/);
+    // A signed request cannot come from a page: strict auth checks the signature, not the Host.
+    const signed = Number(new URL((await start(backend, { auth: { keys: { AKID: 'secret' } } })).endpoint).port);
+    expect(await raw(signed, `attacker.example:${signed}`)).toMatch(/^400 .*IncompleteSignature/);
   });
 
   it('serves a Query GET only for actions that change nothing', async () => {

@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, type BrowsePage, type LiveEvent, type MessageDetail, type MessageState, type Statechart } from '../api.js';
 import { StateChip } from '../components.js';
-import { count, duration, link, time } from '../format.js';
+import { count, duration, link, time, visible } from '../format.js';
 import { html } from '../html.js';
 import { useLiveEvents, useTick } from '../live.js';
 
@@ -117,7 +117,7 @@ export function LifecyclePage({ state, message }: { state?: string; message?: st
                   ${picked.history.map(
                     (h, i) => html`<li>
                       <span class="muted small">${i + 1}. ${time(h.at)}${i > 0 ? ` (+${duration(h.at - picked.history[i - 1]!.at)})` : ''}</span>
-                      <span>${h.from === null ? html`<i>sent</i>` : html`<${StateChip} state=${h.from} />`} → <${StateChip} state=${h.to} />${h.code ? html` <b class="mono small">${h.code}</b>` : null}</span>
+                      <span>${h.from === null ? html`<i>sent</i>` : html`<${StateChip} state=${h.from} />`} → <${StateChip} state=${h.to} />${h.code ? html` <b class="mono small">${visible(h.code)}</b>` : null}</span>
                     </li>`,
                   )}
                 </ol>`

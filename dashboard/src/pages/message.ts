@@ -57,7 +57,7 @@ export function MessagePage({ id, readOnly }: { id: string; readOnly: boolean })
           (h, i) => html`<li>
             <span class="when mono">${time(h.at)}</span>
             <span>${h.from === null ? html`<i>sent</i>` : html`<${StateChip} state=${h.from} />`} → <${StateChip} state=${h.to} /></span>
-            <span class="muted small">attempt ${h.attempt}${h.code ? html` · <b class="mono">${h.code}</b>` : null}${i > 0 ? ` · +${duration(h.at - m.history[i - 1]!.at)}` : ''}</span>
+            <span class="muted small">attempt ${h.attempt}${h.code ? html` · <b class="mono">${visible(h.code)}</b>` : null}${i > 0 ? ` · +${duration(h.at - m.history[i - 1]!.at)}` : ''}</span>
           </li>`,
         )}
       </ol>
