@@ -18,3 +18,21 @@ export function loopbackHosts(bind: string): string[] | undefined {
   return [...new Set(['127.0.0.1', 'localhost', '[::1]', isIPv6(bare) ? `[${bare}]` : bare, ...(v4 === undefined ? [] : [v4])])];
 }
 
+
+/** The host name of a Host header, as compared: lowercase, without its port or a trailing dot. */
+export function hostNameOf(hostHeader: string): string {
+  const host = hostHeader.toLowerCase();
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
+  // "localhost." (a fully qualified name) is localhost.
+  return name.replace(/\.$/, '');
+}
+
+/**
+ * A configured host name (allowedHosts, --allowed-hosts), as compared; undefined when it can never
+ * match a Host header's name: it has a port, or is an IPv6 address without brackets.
+ */
+export function configuredHostName(entry: string): string | undefined {
+  const name = entry.trim().toLowerCase().replace(/\.$/, '');
+  if (name === '' || (name.includes(':') && !/^\[[0-9a-f:.]+\]$/.test(name))) return undefined;
+  return name;
+}

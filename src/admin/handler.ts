@@ -40,6 +40,12 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
   const metrics = registerMetrics(source, registry);
   const routes = createApiRoutes(source, recorder, opts);
 
+  /** The Host names served to a request that reached a loopback address; undefined for any other. */
+  function onLoopback(req: IncomingMessage): string[] | undefined {
+    const loopback = loopbackHosts(req.socket.localAddress ?? '');
+    return loopback === undefined ? undefined : [...loopback, ...opts.loopbackAliases];
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) {
     let url: URL;
     try {
@@ -54,7 +60,7 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
     }
     // With neither a token nor allowedHosts, a request that reached a loopback address must name a
     // loopback host: a page whose DNS name rebinds to this machine would otherwise drive the API.
-    checkHost(req, opts.allowedHosts ?? (opts.token === undefined ? loopbackHosts(req.socket.localAddress ?? '') : undefined));
+    checkHost(req, opts.allowedHosts ?? (opts.token === undefined ? onLoopback(req) : undefined));
     checkToken(req, url, opts.token);
     const method = req.method ?? 'GET';
     const head = method === 'HEAD';

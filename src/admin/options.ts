@@ -1,5 +1,6 @@
 /** The admin handler's options and their defaults, in one place. */
 import { MAX_TIMER_MS } from '../clock.js';
+import { configuredHostName } from '../loopback.js';
 import { SpoolError } from '../errors.js';
 
 /** Options of createAdminHandler. */
@@ -21,6 +22,12 @@ export interface AdminHandlerOptions {
    * host: behind a reverse proxy on this machine, give the public names here (or a token).
    */
   allowedHosts?: string[];
+  /**
+   * Without `allowedHosts` and a token, more names a request that reached a loopback address may
+   * give as its Host besides the loopback ones (`spool serve` passes `--public-url`'s host and
+   * `--allowed-hosts`).
+   */
+  loopbackAliases?: string[];
   /** SSE heartbeat (a comment line) interval, ms (default 15,000). */
   heartbeatMs?: number;
   /** How often SSE clients get an `admin.tick` with counts and the last second's rates, ms (default 1,000). */
@@ -36,6 +43,7 @@ export interface ResolvedAdminOptions {
   detached: boolean;
   allowedOrigins: string[];
   allowedHosts: string[] | undefined;
+  loopbackAliases: string[];
   heartbeatMs: number;
   tickMs: number;
   maxEventsPerSecond: number;
@@ -50,9 +58,12 @@ export function resolveAdminOptions(options: AdminHandlerOptions = {}): Resolved
     }
     return v;
   };
-  if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string'))) {
-    throw new SpoolError('INVALID_OPTIONS', 'Expected admin option allowedHosts to be an array of host names');
-  }
+  const hostList = (name: string, value: unknown): string[] | undefined => {
+    if (value === undefined) return undefined;
+    const names = Array.isArray(value) ? value.map((entry: unknown) => (typeof entry === 'string' ? configuredHostName(entry) : undefined)) : [undefined];
+    if (names.some((n) => n === undefined)) throw new SpoolError('INVALID_OPTIONS', `Expected admin option ${name} to be an array of host names without ports (IPv6 in brackets)`);
+    return names as string[];
+  };
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
     throw new SpoolError('INVALID_OPTIONS', 'Expected admin option token to be a non-empty string');
   }
@@ -61,8 +72,8 @@ export function resolveAdminOptions(options: AdminHandlerOptions = {}): Resolved
     readOnly: options.readOnly ?? false,
     detached: options.detached ?? false,
     allowedOrigins: options.allowedOrigins ?? [],
-    // Compared with the request's Host, lowercased.
-    allowedHosts: options.allowedHosts?.map((h) => h.toLowerCase()),
+    allowedHosts: hostList('allowedHosts', options.allowedHosts),
+    loopbackAliases: hostList('loopbackAliases', options.loopbackAliases) ?? [],
     heartbeatMs: positive('heartbeatMs', options.heartbeatMs, 15_000, MAX_TIMER_MS),
     tickMs: positive('tickMs', options.tickMs, 1000, MAX_TIMER_MS),
     maxEventsPerSecond: positive('maxEventsPerSecond', options.maxEventsPerSecond, 500, Number.MAX_SAFE_INTEGER),

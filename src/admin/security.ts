@@ -4,6 +4,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { hostNameOf } from '../loopback.js';
 import { HttpError } from './http.js';
 import type { ResolvedAdminOptions } from './options.js';
 
@@ -27,15 +28,10 @@ export function checkToken(req: IncomingMessage, url: URL, token: string | undef
 }
 
 /** Throws 403 when the Host header names a host that is not allowed (DNS rebinding). */
-export function checkHost(req: IncomingMessage, allowedHosts: string[] | undefined): void {
+export function checkHost(req: IncomingMessage, allowedHosts: readonly string[] | undefined): void {
   if (!allowedHosts) return;
-  const host = hostName(req.headers.host ?? '').toLowerCase();
+  const host = hostNameOf(req.headers.host ?? '');
   if (!allowedHosts.includes(host)) throw new HttpError(403, 'FORBIDDEN_HOST', `Host ${JSON.stringify(host)} is not allowed`);
-}
-
-/** The host part of a Host header, without the port ("[::1]:9325" → "[::1]"). */
-function hostName(host: string): string {
-  return host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
 }
 
 /**

@@ -53,7 +53,9 @@ export async function serveAdmin(source: AdminSource, options: ListenOptions & A
       throw new SpoolError('INVALID_OPTIONS', `Expected closeTimeoutMs to be from 0 to ${MAX_TIMER_MS} ms, got ${String(closeTimeoutMs)}`);
     }
     // The loopback Host check holds unless the caller gives allowedHosts of its own.
-    handler = createAdminHandler(source, { ...handlerOptions, allowedHosts: handlerOptions.allowedHosts ?? loopbackHosts(host) });
+    const loopback = loopbackHosts(host);
+    const allowedHosts = handlerOptions.allowedHosts ?? (loopback && [...loopback, ...(handlerOptions.loopbackAliases ?? [])]);
+    handler = createAdminHandler(source, { ...handlerOptions, allowedHosts });
   } catch (error) {
     // What the caller opened for this server (startAdminServer's spool) closes with it.
     await onClose?.();

@@ -1,6 +1,7 @@
 /** Parsing the `spool` command line (node:util parseArgs), one shape per command. */
 import { parseArgs } from 'node:util';
 import { SpoolError } from '../errors.js';
+import { configuredHostName } from '../loopback.js';
 
 /** The help text, printed by `spool --help`. */
 export const USAGE = `Usage: spool <command> [options]
@@ -57,8 +58,9 @@ Serving:
       handed out (default: the request's Host). --auth-keys names a JSON file {"AKID": "secret"}:
       only requests signed (SigV4) with one of those keys are served. --token guards the dashboard,
       its API and /metrics as in spool admin; with --auth-keys and no --token they are not served.
-      On a loopback host only loopback names and --public-url's host are served in the Host
-      header; --allowed-hosts adds names (a reverse proxy here, host.docker.internal).
+      A request arriving on a loopback address must name a loopback host, --public-url's host or
+      one of --allowed-hosts (a reverse proxy here, host.docker.internal) in its Host header
+      (for SQS, unless it is signed under --auth-keys).
       Creates the file if missing.
 
 Dashboard:
@@ -280,9 +282,12 @@ export function parseCli(argv: string[]): CliCommand {
 
 /** `--allowed-hosts a,b`: host names, lowercased; a usage error when empty. */
 function parseHostList(text: string): string[] {
-  const hosts = text.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
-  if (hosts.length === 0) throw new UsageError('Expected --allowed-hosts to list host names, e.g. --allowed-hosts queues.internal,host.docker.internal');
-  return hosts;
+  const entries = text.split(',').filter((h) => h.trim() !== '');
+  const hosts = entries.map((h) => configuredHostName(h));
+  if (hosts.length === 0 || hosts.some((h) => h === undefined)) {
+    throw new UsageError(`Expected --allowed-hosts to list host names without ports (IPv6 in brackets), e.g. --allowed-hosts queues.internal,host.docker.internal; got ${JSON.stringify(text)}`);
+  }
+  return hosts as string[];
 }
 
 /** Where `spool serve` listens unless told: loopback only, and ElasticMQ's port so existing configs work. */

@@ -109,9 +109,14 @@ async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promi
     const loopback = loopbackHosts(command.host);
     // A --public-url that is not a URL is refused by the SQS server, just after.
     const publicHost = command.publicUrl !== undefined && URL.canParse(command.publicUrl) ? [new URL(command.publicUrl).hostname.toLowerCase()] : [];
-    const allowedHosts = loopback === undefined ? undefined : [...loopback, ...publicHost, ...(command.allowedHosts ?? [])];
-    if (allowedHosts === undefined && command.token === undefined) io.stderr(warnOpenAdmin('spool serve', command.host));
-    const handler = createAdminHandler(spool, { ...(allowedHosts ? { allowedHosts } : {}), ...(command.token === undefined ? {} : { token: command.token }) });
+    const aliases = [...publicHost, ...(command.allowedHosts ?? [])];
+    if (loopback === undefined && command.token === undefined) io.stderr(warnOpenAdmin('spool serve', command.host));
+    // On a loopback host every request is checked; on another, those that arrive on a loopback
+    // address (the handler's own check), with the same names the SQS side serves.
+    const handler = createAdminHandler(spool, {
+      ...(loopback === undefined ? { loopbackAliases: aliases } : { allowedHosts: [...loopback, ...aliases] }),
+      ...(command.token === undefined ? {} : { token: command.token }),
+    });
     return {
       handle: (req, res) => handler(req, res),
       close() {

@@ -55,7 +55,12 @@ export function createSupervisor(deps: SupervisorDeps) {
   function releaseAbandoned(seq: number, token: string) {
     if (abandoned.get(seq)?.token !== token) return;
     abandoned.delete(seq);
-    if (!running) return;
+    if (!running) {
+      // Returned while stopped (or stopping): marked abandoned again, so that the next start
+      // recovers it without counting a crash (its mark was taken back at the last start).
+      committer.enqueue({ kind: 'transition', run: () => repo.markAbandoned(seq, token) });
+      return;
+    }
     recoverAbandoned(deps, claimer, announce, seq, token, (queue) => {
       if (queue !== undefined) queues.heat(queue);
       committer.wake();

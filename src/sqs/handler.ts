@@ -28,7 +28,7 @@ import { queueUrlBase } from './queue-url.js';
 import { renderJsonError, renderJsonResult, type RenderedResponse } from './render-json.js';
 import { renderQueryError, renderQueryResult } from './render-query.js';
 import { normalizeRequest } from './requests.js';
-import { loopbackHosts } from '../loopback.js';
+import { hostNameOf, loopbackHosts } from '../loopback.js';
 import { parseAuthorization, verifySignature } from './sigv4.js';
 
 /** A `node:http` request handler; `next` (Express/Connect style) receives requests that are not SQS calls. */
@@ -55,7 +55,7 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       return send(res, renderError(new SqsError('AccessDenied', `SQS calls from a web page are refused (${page}): a page must not purge or delete queues through a browser.`)));
     }
     // A signed request cannot come from a page; an unsigned one on loopback must name this machine.
-    const host = resolved.auth ? undefined : foreignHost(req, resolved.allowedHosts, resolved.publicUrl);
+    const host = resolved.auth ? undefined : foreignHost(req, resolved.allowedHosts);
     if (host !== undefined) {
       req.resume();
       return send(
@@ -162,14 +162,12 @@ const READ_ONLY_ACTIONS: ReadonlySet<string> = new Set(['ListQueues', 'GetQueueU
  * endpoint's, or undefined: a page whose DNS name rebinds to this machine names its own host.
  * Served: the loopback names, `publicUrl`'s host, and `allowedHosts`.
  */
-function foreignHost(req: IncomingMessage, allowedHosts: string[] | undefined, publicUrl: string | undefined): string | undefined {
+function foreignHost(req: IncomingMessage, allowedHosts: readonly string[]): string | undefined {
   const loopback = loopbackHosts(req.socket.localAddress ?? '');
   if (loopback === undefined) return undefined;
-  const host = (header(req, 'host') ?? '').toLowerCase();
-  // "localhost." (a fully qualified name) is localhost.
-  const name = (host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!).replace(/\.$/, '');
-  if (loopback.includes(name) || allowedHosts?.includes(name)) return undefined;
-  return publicUrl !== undefined && new URL(publicUrl).hostname.toLowerCase() === name ? undefined : host;
+  const host = header(req, 'host') ?? '';
+  const name = hostNameOf(host);
+  return loopback.includes(name) || allowedHosts.includes(name) ? undefined : host;
 }
 
 /** JSON when `X-Amz-Target` or an `application/x-amz-json*` type is there; Query for a form body or `?Action=`. */

@@ -1,4 +1,5 @@
 /** Options of the SQS handler and server, their defaults in one place, and their validation. */
+import { configuredHostName, hostNameOf } from '../loopback.js';
 import { SpoolError } from '../index.js';
 
 /** Strict-auth mode: only requests signed (SigV4) with one of these keys are served. */
@@ -53,7 +54,8 @@ export interface ResolvedSqsHandlerOptions {
   signal: AbortSignal | undefined;
   now: () => number;
   onError: (error: unknown) => void;
-  allowedHosts: string[] | undefined;
+  /** Host names served on a loopback address besides the loopback ones: publicUrl's host and allowedHosts. */
+  allowedHosts: string[];
 }
 
 const REGION = /^[a-z0-9-]{1,64}$/;
@@ -96,8 +98,14 @@ export function resolveSqsHandlerOptions(options: SqsHandlerOptions = {}): Resol
     if (!Number.isFinite(maxSkewSec) || maxSkewSec <= 0) throw fail(`Expected \`auth.maxSkewSec\` to be > 0, got ${String(maxSkewSec)}`);
     auth = { keys: Object.assign(Object.create(null) as Record<string, string>, keys), maxSkewSec };
   }
-  if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string'))) {
-    throw fail('Expected `allowedHosts` to be an array of host names');
+  const allowedHosts = publicUrl === undefined ? [] : [hostNameOf(new URL(publicUrl).host)];
+  if (options.allowedHosts !== undefined) {
+    if (!Array.isArray(options.allowedHosts)) throw fail('Expected `allowedHosts` to be an array of host names');
+    for (const entry of options.allowedHosts as unknown[]) {
+      const name = typeof entry === 'string' ? configuredHostName(entry) : undefined;
+      if (name === undefined) throw fail(`Expected \`allowedHosts\` to hold host names without ports (IPv6 in brackets), got ${JSON.stringify(entry)}`);
+      allowedHosts.push(name);
+    }
   }
   return {
     publicUrl,
@@ -107,6 +115,6 @@ export function resolveSqsHandlerOptions(options: SqsHandlerOptions = {}): Resol
     signal: options.signal,
     now: options.now ?? Date.now,
     onError: options.onError ?? (() => {}),
-    allowedHosts: options.allowedHosts?.map((h) => h.toLowerCase()),
+    allowedHosts,
   };
 }

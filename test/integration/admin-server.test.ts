@@ -61,6 +61,13 @@ describe('startAdminServer (npx spool admin --db file)', () => {
     expect(await get(`127.0.0.2:${admin.port}`)).toMatch(/^HTTP\/1\.1 200/);
     expect(await get(`localhost:${admin.port}`)).toMatch(/^HTTP\/1\.1 200/);
     expect(await get(`evil.example:${admin.port}`)).toMatch(/^HTTP\/1\.1 403/);
+    // A fully qualified "localhost." is localhost; loopbackAliases add names on loopback sockets.
+    expect(await get(`localhost.:${admin.port}`)).toMatch(/^HTTP\/1\.1 200/);
+    const aliased = await serveAdmin(temp.open(), { host: '127.0.0.2', port: 0, allowedHosts: undefined, loopbackAliases: ['Queues.Local.'] });
+    temp.onCleanup(() => aliased.close());
+    expect(await rawGet(aliased.port, '127.0.0.2', '/admin/api/meta', `queues.local:${aliased.port}`)).toMatch(/^HTTP\/1\.1 200/);
+    expect(() => resolveAdminOptions({ allowedHosts: ['proxy.local:8080'] })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+    expect(() => resolveAdminOptions({ loopbackAliases: ['::1'] })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
     // allowedHosts given as undefined keeps the check.
     const again = await serveAdmin(temp.open(), { host: '127.0.0.2', port: 0, allowedHosts: undefined });
     temp.onCleanup(() => again.close());

@@ -294,6 +294,33 @@ describe('stop()', () => {
     expect(kept!.history.filter((h) => h.code !== undefined).map((h) => h.code)).toEqual(['STOPPED']);
   });
 
+  it('a held handler that returns while a later stop waits for others is not counted a crash', async () => {
+    const spool = spools.open({ config: { queueDefaults: { maxCrashes: 1 } } });
+    const gateA = createGate();
+    const gateB = createGate();
+    spool.register<{ n: string }>('email', async (message) => {
+      if (message.payload.n === 'A' && message.deliveries === 1) await gateA.wait();
+      if (message.payload.n === 'B') await gateB.wait();
+    });
+    await spool.start();
+    let processing = reached(spool.events$, 'processing', 1);
+    const a = await spool.send('email', { n: 'A' });
+    await processing;
+    await spool.stop({ timeoutMs: 10 });
+    await spool.start(); // A is held: its handler still runs
+    processing = reached(spool.events$, 'processing', 1);
+    await spool.send('email', { n: 'B' });
+    await processing;
+    const stopping = spool.stop({ timeoutMs: 5000 });
+    gateA.open(); // A returns while the stop waits for B
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gateB.open();
+    await stopping;
+    const settled = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === a && (e.to === 'done' || e.to === 'dead'));
+    await spool.start();
+    expect(await settled).toMatchObject({ to: 'done' });
+  });
+
   it('an abandoned handler that never returns holds its row only until its timeoutMs has passed', async () => {
     const spool = spools.open({ config: { processor: { pollIntervalMs: 50 }, queues: { email: { timeoutMs: 300 } } } });
     const log: string[] = [];

@@ -177,8 +177,10 @@ describe('every response is JSON (or XML under Query), never HTML', () => {
     const plain = Number(new URL((await start(backend)).endpoint).port);
     expect(await raw(plain, `attacker.example:${plain}`)).toMatch(/^403 .*AccessDenied/);
     expect(await raw(plain, `localhost:${plain}`)).toMatch(/^400 .*QueueDoesNotExist/);
-    const proxied = Number(new URL((await start(backend, { publicUrl: 'http://queues.example:9324' })).endpoint).port);
+    const proxied = Number(new URL((await start(backend, { publicUrl: 'http://queues.example.:9324' })).endpoint).port);
     expect(await raw(proxied, 'queues.example:9324')).toMatch(/^400 .*QueueDoesNotExist/);
+    expect(await raw(proxied, 'queues.example.:9324')).toMatch(/^400 .*QueueDoesNotExist/);
+    expect(() => createSqsHandler(backend, { allowedHosts: ['proxy.local:8080'] })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
     const listed = Number(new URL((await start(backend, { allowedHosts: ['Queues.Internal'] })).endpoint).port);
     expect(await raw(listed, 'queues.internal')).toMatch(/^400 .*QueueDoesNotExist/);
     // allowedHosts adds names: the loopback ones stay, "localhost." is localhost.
