@@ -6,8 +6,8 @@
  *
  * A row whose abandoned handler still runs in this process (a stop gave up on it, and start()
  * came before it returned) is left in flight: recovering it would run the message twice at once,
- * and its group's next message beside it. It is recovered when that handler returns
- * (`recoverAbandoned`).
+ * and its group's next message beside it. It is recovered when that handler returns, or once
+ * its `timeoutMs` deadline has passed (`recoverAbandoned`, from the supervisor).
  */
 import type { MessageState, StoredError } from '../../machines/message.machine.js';
 import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
