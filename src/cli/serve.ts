@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSpool, createSqsServer, SpoolError, type Spool, type SqsServer } from '../index.js';
 import { createAdminHandler } from '../admin/handler.js';
-import { loopbackHosts } from '../loopback.js';
+import { hostNameOf, loopbackHosts } from '../loopback.js';
 import type { CliCommand } from './args.js';
 import type { CliIo } from './run.js';
 
@@ -108,7 +108,7 @@ async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promi
     // On loopback, only loopback Host headers reach the admin API (a rebound DNS name does not).
     const loopback = loopbackHosts(command.host);
     // A --public-url that is not a URL is refused by the SQS server, just after.
-    const publicHost = command.publicUrl !== undefined && URL.canParse(command.publicUrl) ? [new URL(command.publicUrl).hostname.toLowerCase()] : [];
+    const publicHost = command.publicUrl !== undefined && URL.canParse(command.publicUrl) ? [hostNameOf(new URL(command.publicUrl).host)] : [];
     const aliases = [...publicHost, ...(command.allowedHosts ?? [])];
     if (loopback === undefined && command.token === undefined) io.stderr(warnOpenAdmin('spool serve', command.host));
     // On a loopback host every request is checked; on another, those that arrive on a loopback

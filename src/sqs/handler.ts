@@ -49,21 +49,11 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       return send(res, renderJsonError(new SqsError('NotFound', `No SQS operation at ${req.method ?? '?'} ${pathOf(req)}: send a POST with X-Amz-Target (JSON) or a form body with Action (Query).`), requestId));
     }
     const renderError = (error: SqsError) => (protocol === 'json' ? renderJsonError(error, requestId) : renderQueryError(error, requestId));
-    const page = fromWebPage(req);
-    if (page !== undefined) {
+    // A page must not drive the endpoint through a browser; a signed request cannot come from one.
+    const refused = refusal(req, resolved.auth === undefined ? resolved.allowedHosts : undefined);
+    if (refused !== undefined) {
       req.resume();
-      return send(res, renderError(new SqsError('AccessDenied', `SQS calls from a web page are refused (${page}): a page must not purge or delete queues through a browser.`)));
-    }
-    // A signed request cannot come from a page; an unsigned one on loopback must name this machine.
-    const host = resolved.auth ? undefined : foreignHost(req, resolved.allowedHosts);
-    if (host !== undefined) {
-      req.resume();
-      return send(
-        res,
-        renderError(
-          new SqsError('AccessDenied', `Host "${host}" is not a name of this endpoint: on a loopback address only loopback names, publicUrl's host and allowedHosts are served (a web page that rebinds its DNS name to this machine must not reach it).`),
-        ),
-      );
+      return send(res, renderError(new SqsError('AccessDenied', refused)));
     }
     if (req.method !== 'POST' && !(protocol === 'query' && req.method === 'GET')) {
       req.resume();
@@ -152,6 +142,19 @@ function fromWebPage(req: IncomingMessage): string | undefined {
   if (site !== undefined && site !== 'none') return `Sec-Fetch-Site: ${site}`;
   const origin = header(req, 'origin');
   return origin === undefined ? undefined : `Origin: ${origin}`;
+}
+
+/**
+ * Why a request is refused as one a web page made through a browser, or undefined: it carries a
+ * browser's page headers, or (with `allowedHosts`: unsigned requests) it reached a loopback
+ * address under a name that is not this endpoint's.
+ */
+function refusal(req: IncomingMessage, allowedHosts: readonly string[] | undefined): string | undefined {
+  const page = fromWebPage(req);
+  if (page !== undefined) return `SQS calls from a web page are refused (${page}): a page must not purge or delete queues through a browser.`;
+  const host = allowedHosts === undefined ? undefined : foreignHost(req, allowedHosts);
+  if (host === undefined) return undefined;
+  return `Host "${host}" is not a name of this endpoint: on a loopback address only loopback names, publicUrl's host and allowedHosts are served (a web page that rebinds its DNS name to this machine must not reach it).`;
 }
 
 /** The actions a Query GET may run: they change nothing. */
