@@ -1,4 +1,5 @@
 /** Parsing the `spool` command line (node:util parseArgs), one shape per command. */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SpoolError } from '../errors.js';
 import { configuredHostName } from '../loopback.js';
@@ -50,7 +51,8 @@ Schedules:
 
 Serving:
   spool serve --db <file> [--config <file>] [--host 127.0.0.1] [--port 9324] [--public-url <url>]
-              [--region us-east-1] [--auth-keys <file.json>] [--token <t>] [--allowed-hosts a,b]
+              [--region us-east-1] [--auth-keys <file.json>] [--token <t> | --token-file <f>]
+              [--allowed-hosts a,b]
       Starts the spool (it takes the owner lock: one serve per file) and serves the Amazon SQS API
       (JSON 1.0 and Query) on host:port, with the dashboard under /admin/ and metrics at /metrics.
       Prints the SQS endpoint and the admin URL, one line each, then runs until SIGINT or
@@ -64,11 +66,16 @@ Serving:
       Creates the file if missing.
 
 Dashboard:
-  spool admin --db <file> [--config <file>] [--port 9325] [--host 127.0.0.1] [--token <t>] [--read-only]
+  spool admin --db <file> [--config <file>] [--port 9325] [--host 127.0.0.1]
+              [--token <t> | --token-file <f>] [--read-only]
       Serves the dashboard (/admin/), its JSON API and SSE stream, and /metrics for the file,
       until SIGINT or SIGTERM. Prints {"url": "..."} once it listens. With --token every request
       needs it (Authorization: Bearer, or ?token= on the page's URL); --read-only refuses every
       change. Pool use and live events come only from the process that runs the spool.
+
+  The admin token of serve and admin comes from --token, or from --token-file (the file's first
+  line, its only one), or else from the SPOOL_ADMIN_TOKEN environment variable; the last two keep
+  it out of ps.
 
 The other commands take no owner lock: they work while another process runs the spool on that
 file, which picks a change up within one processor.pollIntervalMs. Only settings update and serve
@@ -135,6 +142,7 @@ const OPTIONS = {
   'auth-keys': { type: 'string' },
   'allowed-hosts': { type: 'string' },
   token: { type: 'string' },
+  'token-file': { type: 'string' },
   'read-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
@@ -156,8 +164,8 @@ const COMMANDS: Record<DbCommand['name'], { options: OptionName[]; args: string[
   'schedules list': { options: ['db', 'config'], args: [] },
   'schedules upsert': { options: ['db', 'config'], args: ['<name>', '<json spec>'] },
   'schedules remove': { options: ['db', 'config'], args: ['<name>'] },
-  serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys', 'token', 'allowed-hosts'], args: [] },
-  admin: { options: ['db', 'config', 'port', 'host', 'token', 'read-only'], args: [] },
+  serve: { options: ['db', 'config', 'host', 'port', 'public-url', 'region', 'auth-keys', 'token', 'token-file', 'allowed-hosts'], args: [] },
+  admin: { options: ['db', 'config', 'port', 'host', 'token', 'token-file', 'read-only'], args: [] },
 };
 
 /** Commands with subcommands: `spool settings get`, `spool schedules list`. */
@@ -165,8 +173,14 @@ const GROUPS: Record<string, string> = { settings: 'get, update or reset', sched
 
 const NAMES = [...Object.keys(GROUPS), ...Object.keys(COMMANDS).filter((n) => !n.includes(' '))];
 
-/** Parses `argv` (without node and the script); throws UsageError naming what is wrong. */
-export function parseCli(argv: string[]): CliCommand {
+/** The environment variable that gives the admin token when neither --token nor --token-file does. */
+export const TOKEN_ENV = 'SPOOL_ADMIN_TOKEN';
+
+/**
+ * Parses `argv` (without node and the script); throws UsageError naming what is wrong. `env` is
+ * read for SPOOL_ADMIN_TOKEN only.
+ */
+export function parseCli(argv: string[], env: Record<string, string | undefined> = process.env): CliCommand {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -252,8 +266,8 @@ export function parseCli(argv: string[]): CliCommand {
       return { name, ...common, schedule: args[0]!, spec: args[1]! };
     case 'schedules remove':
       return { name, ...common, schedule: args[0]! };
-    case 'serve':
-      if (values.token === '') throw new UsageError('Expected --token to be a non-empty string');
+    case 'serve': {
+      const token = adminToken(values, env);
       return {
         name,
         ...common,
@@ -262,22 +276,54 @@ export function parseCli(argv: string[]): CliCommand {
         ...(values['public-url'] === undefined ? {} : { publicUrl: values['public-url'] }),
         ...(values.region === undefined ? {} : { region: values.region }),
         ...(values['auth-keys'] === undefined ? {} : { authKeys: values['auth-keys'] }),
-        ...(values.token === undefined ? {} : { token: values.token }),
+        ...(token === undefined ? {} : { token }),
         ...(values['allowed-hosts'] === undefined ? {} : { allowedHosts: parseHostList(values['allowed-hosts']) }),
       };
+    }
     case 'admin': {
       if (values.host === '') throw new UsageError('Expected --host to name an interface, got ""');
-      if (values.token === '') throw new UsageError('Expected --token to be a non-empty string');
+      const token = adminToken(values, env);
       return {
         name,
         ...common,
         port: values.port === undefined ? 9325 : parsePort(values.port),
         host: values.host ?? '127.0.0.1',
-        ...(values.token === undefined ? {} : { token: values.token }),
+        ...(token === undefined ? {} : { token }),
         readOnly: values['read-only'] ?? false,
       };
     }
   }
+}
+
+/**
+ * The admin token, from `--token`, `--token-file` (the file's text without its final newline) or
+ * else SPOOL_ADMIN_TOKEN. The file and the variable keep the token out of `ps`. An empty token,
+ * from any of them, is refused rather than read as "no token", which would serve the admin API
+ * unguarded.
+ */
+function adminToken(values: { token?: string; 'token-file'?: string }, env: Record<string, string | undefined>): string | undefined {
+  const file = values['token-file'];
+  if (values.token !== undefined && file !== undefined) throw new UsageError('Give --token or --token-file, not both');
+  let token: string | undefined;
+  let source: string;
+  if (file !== undefined) {
+    source = `the token file ${JSON.stringify(file)}`;
+    try {
+      token = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      throw new UsageError(`Cannot read --token-file ${JSON.stringify(file)}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  } else if (values.token !== undefined) {
+    source = '--token';
+    token = values.token;
+  } else {
+    source = TOKEN_ENV;
+    token = env[TOKEN_ENV];
+    if (token === undefined) return undefined;
+  }
+  if (token === '') throw new UsageError(`Expected ${source} to give a non-empty token`);
+  if (/[\r\n]/.test(token)) throw new UsageError(`Expected ${source} to give a token on one line`);
+  return token;
 }
 
 /** `--allowed-hosts a,b`: host names, lowercased; a usage error when empty. */

@@ -101,7 +101,7 @@ function readAuthKeys(path: string): Record<string, string> {
  */
 async function mountAdmin(spool: Spool, command: ServeCommand, io: CliIo): Promise<{ handle: (req: IncomingMessage, res: ServerResponse) => void; close(): void } | undefined> {
   if (command.authKeys !== undefined && command.token === undefined) {
-    io.stderr('spool serve: --auth-keys without --token: the dashboard, its API and /metrics are not served (give --token to serve them)\n');
+    io.stderr('spool serve: --auth-keys without --token: the dashboard, its API and /metrics are not served (give --token, --token-file or SPOOL_ADMIN_TOKEN to serve them)\n');
     return undefined;
   }
   try {

@@ -13,8 +13,8 @@ import { useTempSpools } from '../helpers/spool.js';
 const spools = useTempSpools();
 
 /** Spawns `spool admin` and resolves with its URL once it listens (its first stdout line). */
-async function startAdmin(args: string[]): Promise<{ child: ChildProcess; url: string; base: string; exited: Promise<number | null>; stderr: () => string }> {
-  const child = spawn(process.execPath, ['bin/spool.mjs', 'admin', '--db', spools.path, '--port', '0', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startAdmin(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; base: string; exited: Promise<number | null>; stderr: () => string }> {
+  const child = spawn(process.execPath, ['bin/spool.mjs', 'admin', '--db', spools.path, '--port', '0', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -77,6 +77,16 @@ describe('spool admin', () => {
     expect(change.status).toBe(403);
     expect((await owner.stats()).queues.jobs!.pending).toBe(1);
     admin.child.kill('SIGINT');
+    expect(await admin.exited).toBe(0);
+  });
+
+  it('takes the token from SPOOL_ADMIN_TOKEN, out of its command line', async () => {
+    await spools.open().send('jobs', 1);
+    const admin = await startAdmin([], { SPOOL_ADMIN_TOKEN: 'from-env' });
+    expect(admin.stderr()).not.toContain('warning');
+    expect((await call(admin.base, '/admin/api/stats')).status).toBe(401);
+    expect((await call(admin.base, '/admin/api/stats', { headers: { authorization: 'Bearer from-env' } })).status).toBe(200);
+    admin.child.kill('SIGTERM');
     expect(await admin.exited).toBe(0);
   });
 
