@@ -197,26 +197,28 @@ export function createProducer(deps: ProducerDeps) {
       const first = r.insertMany(rows[0]!, rows.map((row) => row.payload), midBatch ? () => crashPoint('batch.midInsert') : undefined);
       return { ids: rows.map((_, i) => String(first + i)), fresh: rows.map(() => true) };
     }
+    const before = live;
     const ids = rows.map((row, i) => {
-      if (maxPending !== null && live >= maxPending) {
-        // A resend of a live message stores nothing, so a full queue still answers with its id.
-        const held = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
-        fresh.push(false);
-        if (held !== undefined) return held;
-        throw new SpoolError('QUEUE_FULL', `Queue "${queue}" holds ${live} pending or in-flight messages; maxPending is ${maxPending}`, {
-          details: { queue, maxPending },
-        });
-      }
-      if (midBatch && i === Math.floor(rows.length / 2)) crashPoint('batch.midInsert');
       if (row.windowKey !== null) {
         // FIFO: a deduplication id seen within the window returns the first message's id,
-        // whatever state that message is in by now.
+        // whatever state that message is in by now (and however full the queue is).
         const first = q.windowSeq(queue, row.windowKey, row.now);
         if (first !== undefined) {
           fresh.push(false);
           return String(first);
         }
       }
+      if (maxPending !== null && live >= maxPending) {
+        // A resend of a live message stores nothing, so a full queue still answers with its id.
+        const held = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
+        fresh.push(false);
+        if (held !== undefined) return held;
+        const batch = live > before ? ` with the ${live - before} new of this batch (which stores none of them)` : '';
+        throw new SpoolError('QUEUE_FULL', `Queue "${queue}" would hold ${live + 1} pending or in-flight messages${batch}; maxPending is ${maxPending}`, {
+          details: { queue, maxPending },
+        });
+      }
+      if (midBatch && i === Math.floor(rows.length / 2)) crashPoint('batch.midInsert');
       const seq = r.insert(row);
       if (seq !== undefined && row.windowKey !== null) q.windowPut(queue, row.windowKey, seq, row.now + row.windowMs);
       fresh.push(seq !== undefined);

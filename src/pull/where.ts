@@ -77,7 +77,7 @@ export function compileWhere(where: unknown): CompiledWhere | undefined {
         const values = value.map((v) => scalar(v, field, false));
         parts.push(`${extract} IN (${values.map(() => '?').join(', ')})`);
         params.push(path, ...values);
-      } else if (op in OPERATORS) {
+      } else if (Object.hasOwn(OPERATORS, op)) {
         const bound = scalar(value, field, op === 'ne');
         parts.push(`${extract} ${OPERATORS[op]} ?`);
         params.push(path, bound);

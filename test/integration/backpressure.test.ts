@@ -71,6 +71,18 @@ describe('backpressure (maxPending)', () => {
     await expect(spool.send('jobs', { n: 3 })).rejects.toMatchObject({ code: 'QUEUE_FULL' });
   });
 
+  it('a FIFO resend within the dedupe window answers the first id even when the queue is full', async () => {
+    const { spool } = setup({});
+    await spool.queues.create('pay.fifo', { fifo: true });
+    await spool.settings.update({ queues: { 'pay.fifo': { maxPending: 1 } } });
+    const id = await spool.send('pay.fifo', { amount: 1 }, { group: 'g', key: 'tx-1' });
+    // An SDK's retry of a SendMessage that was stored: the first id, not QUEUE_FULL (OverLimit).
+    expect(await spool.send('pay.fifo', { amount: 1 }, { group: 'g', key: 'tx-1' })).toBe(id);
+    expect(await spool.sendBatch('pay.fifo', [{ amount: 1 }], { group: 'g', key: 'tx-1' })).toEqual([id]);
+    await expect(spool.send('pay.fifo', { amount: 2 }, { group: 'g', key: 'tx-2' })).rejects.toMatchObject({ code: 'QUEUE_FULL' });
+    expect(await queueTotal(spool, 'pay.fifo')).toBe(1);
+  });
+
   it('follows a live change of maxPending', async () => {
     const { spool } = setup({ queueDefaults: { maxPending: 1 } });
     await spool.send('jobs', { n: 1 });

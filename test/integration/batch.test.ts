@@ -96,6 +96,8 @@ describe('sendBatch', () => {
     const error = await spool.sendBatch('jobs', [{ n: 4 }, { n: 5 }, { n: 6 }, { n: 7 }]).catch((e: unknown) => e);
     expect(isSpoolError(error, 'QUEUE_FULL')).toBe(true);
     expect(error).toMatchObject({ details: { queue: 'jobs', maxPending: 5 } });
+    // The message counts the batch's own rows, which the rollback does not store.
+    expect((error as Error).message).toBe('Queue "jobs" would hold 6 pending or in-flight messages with the 2 new of this batch (which stores none of them); maxPending is 5');
     expect(await queueTotal(spool, 'jobs')).toBe(3);
     expect(announced).toEqual([]);
     // A batch that fits exactly is stored whole.

@@ -286,6 +286,11 @@ describe('owner-mode consumers', () => {
       { a: { lt: { nested: 1 } } },
       { a: { in: [] } },
       { a: { regex: 'x' } },
+      // Names every object inherits: not operators.
+      { a: { constructor: 1 } },
+      { a: { toString: 1 } },
+      { a: { valueOf: 1 } },
+      { a: { __proto__: 1 } },
       { a: "1'; DROP TABLE messages; --\u0000" },
       { a: Number.NaN },
       { a: [1, 2] },
