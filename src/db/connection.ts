@@ -21,7 +21,15 @@ export interface Connection {
    * replaced): commits then land in an unlinked file and would be lost at close. A stat, ~1 µs.
    */
   intact(): boolean;
+  /** The file's device and inode at open: a second connection (the maintenance worker's) opens only this file. */
+  readonly identity: FileIdentity;
   close(): void;
+}
+
+/** Which file a path named when a connection opened it. */
+export interface FileIdentity {
+  dev: number;
+  ino: number;
 }
 
 /** How commits reach the disk. */
@@ -35,20 +43,23 @@ export const BUSY_TIMEOUT_MS = 20;
 
 /**
  * Opens (creating if needed) the database at `path` with Spool's pragmas, then runs `prepare` on it
- * (the owner's migrations); its failures are reported as the open's.
+ * (the owner's migrations); its failures are reported as the open's. With `sameAs`, it opens only
+ * the file another connection holds: never creates one, and a file deleted or replaced since is
+ * STORAGE_LOST (a second connection to a new empty file would work on a spool no one runs).
  */
-export function openConnection(path: string, durability: Durability, prepare?: (sqlite: Database.Database) => void): Connection {
+export function openConnection(path: string, durability: Durability, prepare?: (sqlite: Database.Database) => void, sameAs?: FileIdentity): Connection {
   let sqlite: Database.Database;
   let real: string;
   try {
     // `path: 'data/spool.db'` should just work on a fresh checkout.
-    mkdirSync(dirname(path), { recursive: true });
+    if (!sameAs) mkdirSync(dirname(path), { recursive: true });
     real = realPath(path);
-    sqlite = new Database(real);
+    sqlite = new Database(real, { fileMustExist: sameAs !== undefined });
   } catch (cause) {
+    if (sameAs) throw lost(path, cause);
     throw new SpoolError('STORAGE_ERROR', `Cannot open the database at ${path}: ${(cause as Error).message}`, { cause });
   }
-  let identity: { dev: number; ino: number };
+  let identity: FileIdentity;
   try {
     const stat = statSync(real);
     // SQLite names its -wal and -shm files after the path it was given: two names for one file
@@ -59,6 +70,7 @@ export function openConnection(path: string, durability: Durability, prepare?: (
       });
     }
     identity = { dev: stat.dev, ino: stat.ino };
+    if (sameAs && (sameAs.dev !== identity.dev || sameAs.ino !== identity.ino)) throw lost(path);
   } catch (cause) {
     sqlite.close();
     if (cause instanceof SpoolError) throw cause;
@@ -85,6 +97,7 @@ export function openConnection(path: string, durability: Durability, prepare?: (
     sqlite,
     path: real,
     durability,
+    identity,
     intact() {
       const now = statSync(real, { throwIfNoEntry: false });
       return now !== undefined && now.dev === identity.dev && now.ino === identity.ino;
@@ -93,6 +106,11 @@ export function openConnection(path: string, durability: Durability, prepare?: (
       if (sqlite.open) sqlite.close();
     },
   };
+}
+
+/** The error of a second connection whose file is gone. */
+function lost(path: string, cause?: unknown): SpoolError {
+  return new SpoolError('STORAGE_LOST', `The database file ${path} was deleted or replaced since the spool opened it`, cause === undefined ? {} : { cause });
 }
 
 /**

@@ -21,7 +21,7 @@
  * message }` (a checkpoint failed).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openConnection, type Durability } from '../db/connection.js';
+import { openConnection, type Durability, type FileIdentity } from '../db/connection.js';
 import { attachCounters } from '../db/counters.js';
 import { createRemoval } from '../db/removal.js';
 import { messageOf, SpoolError } from '../errors.js';
@@ -37,6 +37,8 @@ const MIN_PAUSE_MS = 2;
 export interface MaintenanceWorkerData {
   path: string;
   durability: Durability;
+  /** The owner's file: the worker opens only that one. */
+  identity: FileIdentity;
 }
 
 /** A message to the worker. */
@@ -53,10 +55,11 @@ export type FromWorker =
 
 const port = parentPort;
 if (port) {
-  const { path, durability } = workerData as MaintenanceWorkerData;
+  const { path, durability, identity } = workerData as MaintenanceWorkerData;
   // The owner migrated the file before it made this worker: a bare connection will do, and this
-  // thread then never loads drizzle-orm (see removal.ts).
-  const db = openConnection(path, durability);
+  // thread then never loads drizzle-orm (see removal.ts). It must be the owner's file, never a
+  // new one at the path (the owner's was deleted).
+  const db = openConnection(path, durability, undefined, identity);
   const repo = createRemoval(db.sqlite, attachCounters(db.sqlite));
   let stopping = false;
   let checkpointTimer: NodeJS.Timeout | undefined;

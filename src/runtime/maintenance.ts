@@ -152,6 +152,7 @@ export function createMaintenance(deps: {
   let releaseHold: (() => void) | undefined;
   let holdTimer: NodeJS.Timeout | undefined;
   let loadGuard: TimerHandle | undefined;
+  let lostSaid = false;
   const autoCheckpoint = (pages: number) => {
     if (db.sqlite.open && !closed) db.sqlite.pragma(`wal_autocheckpoint = ${pages}`);
   };
@@ -165,7 +166,7 @@ export function createMaintenance(deps: {
   function ensureWorker(): Promise<boolean> {
     ready ??= new Promise<boolean>((resolve) => {
       try {
-        const data: MaintenanceWorkerData = { path: db.path, durability: db.durability };
+        const data: MaintenanceWorkerData = { path: db.path, durability: db.durability, identity: db.identity };
         const w = startWorker(workerEntry(), data);
         worker = w;
         // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100
@@ -270,6 +271,9 @@ export function createMaintenance(deps: {
   }
 
   async function sweepOnce(): Promise<SweepResult> {
+    // A deleted or replaced file: nothing to sweep, and a worker started now would make a new
+    // empty file at the path, which the next start would open as an empty spool.
+    if (!db.intact()) throw new SpoolError('STORAGE_LOST', 'The database file was deleted or replaced while the spool ran; nothing is swept');
     const p = plan();
     const result = (await ensureWorker()) && worker ? await sweepInWorker(worker, p) : await sweepHere(p);
     events.emit({ type: 'maintenance.swept', ...result, at: clock.now() });
@@ -303,7 +307,10 @@ export function createMaintenance(deps: {
       if (!running) return;
       sweep()
         .catch((error: SpoolError) => {
-          if (!closed) events.emit({ type: 'error', code: error.code, message: `Maintenance sweep failed: ${error.message}`, at: clock.now() });
+          // A lost file is said once, not at every interval.
+          if (closed || (error.code === 'STORAGE_LOST' && lostSaid)) return;
+          lostSaid ||= error.code === 'STORAGE_LOST';
+          events.emit({ type: 'error', code: error.code, message: `Maintenance sweep failed: ${error.message}`, at: clock.now() });
         })
         .finally(() => {
           if (running) schedule();
