@@ -68,7 +68,14 @@ export function createQueueDirectory(registry: () => QueuesRepository, settings:
     /** Where the queue's dead letters go, if anywhere. */
     dlqOf(queue: string): string | null {
       const dl = queueSettings(settings(), queue)?.deadLetter;
-      return dl ? dl.queue : null;
+      if (!dl) return null;
+      // An SQS queue's dead-letter queue must be an SQS queue (create and update check it). One
+      // deleted since, or named only by a settings change, is no place to move to: a move would
+      // make it a push queue, out of reach of receive and redrive. The letter stays dead here,
+      // where dead(), requeue and the dashboard reach it. Read fresh: another process may have
+      // deleted it, and a message dies rarely.
+      if (row(queue)?.kind === 'sqs' && registry().get(dl.queue)?.kind !== 'sqs') return null;
+      return dl.queue;
     },
   };
 

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { Clock } from '../clock.js';
 import type { RemovedRow } from '../db/removal.js';
+import type { MessageRow } from '../db/repository.js';
 import { SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { QUEUE_ATTRIBUTE_DEFAULTS, queueAttributesShape } from '../settings/schema.js';
@@ -282,19 +283,36 @@ export function createQueues(deps: {
      * keeping ids, bodies and attributes (SQS StartMessageMoveTask). Resolves when done.
      */
     async redrive(dlq: string, options: { destination?: string } = {}): Promise<{ taskId: string; moved: number }> {
-      existing(dlq);
-      if (options.destination !== undefined) existing(options.destination);
+      const from = existing(dlq);
+      if (options.destination !== undefined) {
+        const into = existing(options.destination);
+        if (into.fifo !== from.fifo) {
+          throw invalid(`A ${from.fifo ? 'FIFO' : 'standard'} dead-letter queue redrives only into ${from.fifo ? 'FIFO' : 'standard'} queues; ${options.destination} is ${into.fifo ? 'FIFO' : 'standard'}`, {
+            field: 'destination',
+          });
+        }
+      }
       let moved = 0;
+      let after = 0;
       for (;;) {
-        const { repo } = storage.open();
+        const { repo, queues } = storage.open();
         const now = clock.now();
         const touched = new Set<string>();
+        // Where a row may go, read fresh: its source may have been deleted since it died, and a
+        // move into a queue no one has would make it a push queue that nothing receives from.
+        const targets = new Map<string, boolean>();
+        const accepts = (to: string, row: MessageRow) => {
+          if (!targets.has(to)) targets.set(to, queues.get(to) !== undefined);
+          // A FIFO queue's messages all have a group.
+          return targets.get(to)! && (row.grp !== null || !queues.get(to)!.fifo);
+        };
         const batch = storage.transaction(() => {
-          const rows = repo.listByState('pending', dlq, REDRIVE_BATCH);
+          const rows = repo.listByState('pending', dlq, REDRIVE_BATCH, after);
           let n = 0;
           for (const row of rows) {
             const to = options.destination ?? row.sourceQueue;
-            if (!to || to === dlq) continue;
+            // Left in the dead-letter queue: no source, or one that no longer takes it.
+            if (!to || to === dlq || !accepts(to, row)) continue;
             let state: MessageMachineState;
             try {
               state = rowState(row);
@@ -309,11 +327,13 @@ export function createQueues(deps: {
               touched.add(to);
             }
           }
-          return { n, seen: rows.length };
+          return { n, seen: rows.length, last: rows.at(-1)?.seq ?? after };
         });
         moved += batch.n;
+        after = batch.last;
         for (const queue of touched) deps.ready(queue);
-        if (batch.seen < REDRIVE_BATCH || batch.n === 0) return { taskId: randomUUID(), moved };
+        // Paged by seq: rows left behind (no source) never hold back the rows after them.
+        if (batch.seen < REDRIVE_BATCH) return { taskId: randomUUID(), moved };
       }
     },
   };

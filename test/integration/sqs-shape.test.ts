@@ -259,6 +259,68 @@ describe('dead-letter queues', () => {
     expect((await spool.receive('src')).map((m) => m.id)).toEqual([id]);
   });
 
+  /** Sends one message to `queue` and receives it past its maxReceiveCount of 1, so it dies. */
+  async function killOne(spool: ReturnType<typeof spools.open>, clock: ReturnType<typeof createTestClock>, queue: string, body: string): Promise<string> {
+    const id = await spool.send(queue, body);
+    expect((await spool.receive(queue)).map((m) => m.id)).toEqual([id]);
+    clock.advance(1001);
+    expect(await spool.receive(queue)).toEqual([]);
+    return id;
+  }
+
+  it('a letter whose dead-letter queue was deleted stays dead in its own queue, where dead() and requeue reach it', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('dlq');
+    await spool.queues.create('src', { visibilityTimeoutMs: 1000, deadLetter: { queue: 'dlq', maxReceiveCount: 1 } });
+    await spool.queues.delete('dlq');
+    const id = await killOne(spool, clock, 'src', 'poison');
+    // Not moved into a queue no one has (a push queue, out of reach of receive and redrive).
+    expect(await spool.get(id)).toMatchObject({ queue: 'src', state: 'dead', lastError: { code: 'MAX_RECEIVES' } });
+    expect((await spool.dead('src')).map((m) => m.id)).toEqual([id]);
+    expect(await spool.queues.list()).toEqual(['src']);
+    // Made again, it takes the letters that die from then on.
+    await spool.queues.create('dlq');
+    const next = await killOne(spool, clock, 'src', 'second');
+    expect(await spool.get(next)).toMatchObject({ queue: 'dlq', state: 'pending', sourceQueue: 'src' });
+    expect(await spool.requeue(id)).toBe(1);
+    expect(await spool.get(id)).toMatchObject({ queue: 'src', state: 'pending' });
+  });
+
+  it('redrives every letter with a source, however many without one come before it, and leaves those whose source is gone', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('dlq');
+    await spool.queues.create('src', { visibilityTimeoutMs: 1000, deadLetter: { queue: 'dlq', maxReceiveCount: 1 } });
+    await spool.queues.create('gone', { visibilityTimeoutMs: 1000, deadLetter: { queue: 'dlq', maxReceiveCount: 1 } });
+    const first = await killOne(spool, clock, 'src', 'first');
+    // More than one page (500) of messages sent straight to the dead-letter queue: no source.
+    await spool.sendBatch('dlq', Array.from({ length: 600 }, (_, i) => ({ direct: i })));
+    const second = await killOne(spool, clock, 'src', 'second');
+    const orphan = await killOne(spool, clock, 'gone', 'orphan');
+    await spool.queues.delete('gone');
+    expect(await spool.queues.redrive('dlq')).toMatchObject({ moved: 2 });
+    expect(await spool.get(first)).toMatchObject({ queue: 'src', state: 'pending' });
+    expect(await spool.get(second)).toMatchObject({ queue: 'src', state: 'pending' });
+    // Its source was deleted: it stays, rather than make 'gone' a queue nothing receives from.
+    expect(await spool.get(orphan)).toMatchObject({ queue: 'dlq', state: 'pending', sourceQueue: 'gone' });
+    expect(await spool.queues.list()).toEqual(['dlq', 'src']);
+    expect((await spool.queues.get('dlq')).counts.visible).toBe(601);
+  });
+
+  it('refuses to redrive a standard dead-letter queue into a FIFO queue, moving nothing', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('dlq');
+    await spool.queues.create('src', { visibilityTimeoutMs: 1000, deadLetter: { queue: 'dlq', maxReceiveCount: 1 } });
+    await spool.queues.create('dest.fifo', { contentDedupe: true });
+    const id = await killOne(spool, clock, 'src', 'poison');
+    const error = await rejection(spool.queues.redrive('dlq', { destination: 'dest.fifo' }));
+    expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'destination' } });
+    expect(await spool.get(id)).toMatchObject({ queue: 'dlq', state: 'pending' });
+    expect(await spool.receive('dest.fifo')).toEqual([]);
+  });
+
   it('on a push queue with a dead-letter queue, running out of attempts moves the message there', async () => {
     const spool = spools.open({ config: { queues: { jobs: { maxAttempts: 1 } } } });
     await spool.queues.create('jobs-dlq');
