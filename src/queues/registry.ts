@@ -308,7 +308,7 @@ export function createQueues(deps: {
         };
         const batch = storage.transaction(() => {
           const rows = repo.listByState('pending', dlq, REDRIVE_BATCH, after);
-          let n = 0;
+          const moves: { id: string; queue: string; attempt: number }[] = [];
           for (const row of rows) {
             const to = options.destination ?? row.sourceQueue;
             // Left in the dead-letter queue: no source, or one that no longer takes it.
@@ -323,14 +323,16 @@ export function createQueues(deps: {
             const next = machine.step(state, { type: 'REDRIVE', at: now });
             if (!repo.write(transitionRow(row, { state: 'pending', token: null }, next, { token: null, owner: null }, now))) continue;
             if (repo.move({ seq: row.seq, queue: dlq, state: 'pending', grp: row.grp }, to, null, now)) {
-              n += 1;
+              moves.push({ id: row.id, queue: to, attempt: next.context.attempt });
               touched.add(to);
             }
           }
-          return { n, seen: rows.length, last: rows.at(-1)?.seq ?? after };
+          return { moves, seen: rows.length, last: rows.at(-1)?.seq ?? after };
         });
-        moved += batch.n;
+        moved += batch.moves.length;
         after = batch.last;
+        // Announced as the move into a dead-letter queue is: under the queue it moved to.
+        if (!bus.idle) for (const m of batch.moves) bus.emit({ type: 'message.state', id: m.id, queue: m.queue, from: 'pending', to: 'pending', attempt: m.attempt, at: now });
         for (const queue of touched) deps.ready(queue);
         // Paged by seq: rows left behind (no source) never hold back the rows after them.
         if (batch.seen < REDRIVE_BATCH) return { taskId: randomUUID(), moved };

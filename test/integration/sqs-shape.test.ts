@@ -4,7 +4,7 @@
  * visibility, redrive to a dead-letter queue and back, message attributes, and the errors.
  */
 import { describe, expect, it } from 'vitest';
-import { isSpoolError } from '../../src/index.js';
+import { isSpoolError, type SpoolEvent } from '../../src/index.js';
 import { rejection } from '../helpers/errors.js';
 import { nextEvent } from '../helpers/events.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -299,7 +299,14 @@ describe('dead-letter queues', () => {
     const second = await killOne(spool, clock, 'src', 'second');
     const orphan = await killOne(spool, clock, 'gone', 'orphan');
     await spool.queues.delete('gone');
+    const seen: SpoolEvent[] = [];
+    spool.events$.subscribe((e) => seen.push(e));
     expect(await spool.queues.redrive('dlq')).toMatchObject({ moved: 2 });
+    // Each move is announced after its commit, under the queue it moved to.
+    expect(seen.map((e) => e.type === 'message.state' && [e.id, e.queue, e.from, e.to])).toEqual([
+      [first, 'src', 'pending', 'pending'],
+      [second, 'src', 'pending', 'pending'],
+    ]);
     expect(await spool.get(first)).toMatchObject({ queue: 'src', state: 'pending' });
     expect(await spool.get(second)).toMatchObject({ queue: 'src', state: 'pending' });
     // Its source was deleted: it stays, rather than make 'gone' a queue nothing receives from.
