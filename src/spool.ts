@@ -166,7 +166,7 @@ export function createSpool<Q extends QueueMap = QueueMap>(options: SpoolOptions
       return undefined;
     }
   });
-  const schedules = createSchedules({ storage, clock, maxPayloadBytes: opts.maxPayloadBytes, changed: () => lifecycle.supervisor?.schedulesChanged() });
+  const schedules = createSchedules({ storage, clock, maxPayloadBytes: opts.maxPayloadBytes, directory, changed: () => lifecycle.supervisor?.schedulesChanged() });
 
   const spool: Spool = {
     register(queue, handler) {

@@ -11,8 +11,10 @@
  */
 import type { Clock } from '../clock.js';
 import { createScheduleStore, type ScheduleRow, type ScheduleStore } from '../db/schedules.js';
+import type { QueueDirectory } from '../queues/directory.js';
 import type { Storage } from '../storage.js';
 import { assertScheduleName, parseSpec, readSpec, ruleOf, specText, type MissedPolicy, type ScheduleSpec } from './spec.js';
+import { targetRefusal } from './target.js';
 import { createTicker } from './ticks.js';
 
 /** A stored schedule, as `schedules.get()` and `list()` show it. */
@@ -53,6 +55,8 @@ export interface SchedulesDeps {
   storage: Storage;
   clock: Clock;
   maxPayloadBytes: number;
+  /** What the target queue is: a FIFO queue or a queue's own maxPayloadBytes refuses a spec. */
+  directory: QueueDirectory;
   /** A schedule changed through this handle: the running spool re-arms its timer now. */
   changed(): void;
 }
@@ -99,6 +103,8 @@ export function createSchedules(deps: SchedulesDeps): Schedules {
     async upsert(name, input) {
       assertScheduleName(name);
       const { spec, enabled } = parseSpec(input, deps.maxPayloadBytes);
+      const refusal = targetRefusal(deps.directory, spec.queue, spec.payload);
+      if (refusal) throw refusal;
       const text = specText(spec);
       const s = statements();
       const now = clock.now();

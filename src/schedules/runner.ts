@@ -22,12 +22,14 @@ import { crashPoint } from '../crash-points.js';
 import type { Repository } from '../db/repository.js';
 import { createScheduleStore, type ScheduleRow } from '../db/schedules.js';
 import { runSavepoint } from '../db/transaction.js';
-import { messageOf } from '../errors.js';
+import { messageOf, type SpoolErrorCode } from '../errors.js';
+import type { QueueDirectory } from '../queues/directory.js';
 import type { EventBus } from '../events.js';
 import type { Committer } from '../runtime/committer.js';
 import { policyFor, queueSettings } from '../settings/schema.js';
 import type { SettingsRuntime } from '../settings/store.js';
 import { MAX_BACKFILL, readSpec, ruleOf, type StoredSpec } from './spec.js';
+import { targetRefusal } from './target.js';
 import { createTicker } from './ticks.js';
 
 /** Schedules read per firing; more due ones fire in the next (at once). */
@@ -41,6 +43,8 @@ export interface RunnerDeps {
   clock: Clock;
   events: EventBus;
   settings: SettingsRuntime;
+  /** What each queue is: a tick obeys the rules a send to its queue does. */
+  directory: QueueDirectory;
   /** Messages were stored in `queue`: the supervisor may claim them. */
   sent(queue: string): void;
 }
@@ -48,7 +52,7 @@ export interface RunnerDeps {
 /** What one firing did, announced after its commit. */
 interface Firing {
   sent: { id: string; queue: string }[];
-  refused: { name: string; queue: string; at: number; code: 'NOT_ACCEPTING' | 'QUEUE_FULL'; reason: string }[];
+  refused: { name: string; queue: string; at: number; code: SpoolErrorCode; reason: string }[];
   errors: string[];
 }
 
@@ -142,6 +146,24 @@ export function createScheduleRunner(deps: RunnerDeps) {
       if (store.advance(row, row.cursor, null)) out.errors.push(`Schedule "${row.name}" is unreadable and stops ticking until it is upserted again: ${messageOf(error)}`);
       return;
     }
+    let due: { ticks: number[]; next: number | null };
+    try {
+      due = dueTicks(spec, row, now);
+    } catch (error) {
+      // Its ticks cannot be computed (a time zone this Node's ICU no longer knows, say): left due,
+      // it would fire again at once, forever. It stops ticking until upserted again, reported once.
+      if (store.advance(row, row.cursor, null)) out.errors.push(`Schedule "${row.name}" cannot compute its ticks and stops ticking until it is upserted again: ${messageOf(error)}`);
+      return;
+    }
+    const { ticks, next } = due;
+    const cursor = ticks.length > 0 ? ticks[ticks.length - 1]! : row.cursor;
+    // Someone moved it since it was read (another process fired it, an upsert changed it): theirs stands.
+    if (!store.advance(row, cursor, next)) return;
+    for (const at of ticks) send(row.name, spec, at, now, out);
+  }
+
+  /** The ticks of `row` due by `now` (missed ones by its policy), and the one after them. */
+  function dueTicks(spec: StoredSpec, row: ScheduleRow, now: number): { ticks: number[]; next: number | null } {
     const ticker = createTicker(ruleOf(spec), row.anchor);
     const missedUntil = Math.max(bootAt, row.updatedAt);
     const ticks: number[] = [];
@@ -155,17 +177,17 @@ export function createScheduleRunner(deps: RunnerDeps) {
       ticks.push(next);
       next = ticker.after(next);
     }
-    const cursor = ticks.length > 0 ? ticks[ticks.length - 1]! : row.cursor;
-    // Someone moved it since it was read (another process fired it, an upsert changed it): theirs stands.
-    if (!store.advance(row, cursor, next)) return;
-    for (const at of ticks) send(row.name, spec, at, now, out);
+    return { ticks, next };
   }
 
   function send(name: string, spec: StoredSpec, at: number, now: number, out: Firing) {
     const { queue } = spec;
     const s = settings.get();
-    const refuse = (code: 'NOT_ACCEPTING' | 'QUEUE_FULL', reason: string) => out.refused.push({ name, queue, at, code, reason });
+    const refuse = (code: SpoolErrorCode, reason: string) => out.refused.push({ name, queue, at, code, reason });
     if (!s.accepting) return refuse('NOT_ACCEPTING', 'settings.accepting is false');
+    // The queue may have become FIFO, or had its own size limit set, since the upsert.
+    const refusal = targetRefusal(deps.directory, queue, spec.payload);
+    if (refusal) return refuse(refusal.code, refusal.message);
     if (queueSettings(s, queue)?.accepting === false) return refuse('NOT_ACCEPTING', `settings.queues.${queue}.accepting is false`);
     const { maxPending } = policyFor(s, queue);
     if (maxPending !== null && repo.countLive(queue) >= maxPending) return refuse('QUEUE_FULL', `it holds ${maxPending} (maxPending) pending or in-flight messages`);

@@ -291,6 +291,62 @@ describe('ticks', () => {
   });
 });
 
+describe('ticks that cannot be sent', () => {
+  it('a schedule whose ticks cannot be computed (a time zone gone from ICU) is reported once and parked, not fired in a loop', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: QUIET });
+    const seen = recorder(spool, 'jobs');
+    await spool.schedules.upsert('zoned', { cron: '* * * * *', tz: 'Europe/Berlin', queue: 'jobs' });
+    await spool.schedules.upsert('fine', { everyMs: 60_000, queue: 'jobs' });
+    const conn = spools.connect();
+    conn.prepare(`UPDATE schedules SET spec = replace(spec, 'Europe/Berlin', 'Mars/Olympus') WHERE name = 'zoned'`).run();
+    conn.close();
+    const errors: SpoolErrorEvent[] = [];
+    spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
+    await spool.start();
+    clock.advance(60_000);
+    await until(() => seen.length === 1, 'the healthy tick');
+    // Left due, it would fire again at every turn: thousands of error events in these turns.
+    await turns(200);
+    expect(errors.map((e) => [e.code, e.message.includes('"zoned" cannot compute its ticks')])).toEqual([['STORAGE_ERROR', true]]);
+    expect(await spool.schedules.get('zoned')).toMatchObject({ nextAt: null });
+    clock.advance(60_000);
+    await until(() => seen.length === 2, 'the next healthy tick');
+  });
+
+  it('obeys the rules of its queue: no FIFO queue (no group to send), and the queue\'s own maxPayloadBytes', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: QUIET });
+    await spool.queues.create('jobs.fifo', { contentDedupe: true });
+    await spool.queues.create('small', { maxPayloadBytes: 1024 });
+    const refused = async (spec: ScheduleSpec) => {
+      try {
+        await spool.schedules.upsert('s', spec);
+      } catch (error) {
+        return isSpoolError(error) && error.code;
+      }
+      return 'stored';
+    };
+    expect(await refused({ everyMs: 1000, queue: 'jobs.fifo' })).toBe('INVALID_ARGUMENT');
+    expect(await refused({ everyMs: 1000, queue: 'small', payload: 'x'.repeat(2000) })).toBe('INVALID_PAYLOAD');
+    expect(await spool.schedules.list()).toEqual([]);
+    // A queue that becomes FIFO (or smaller) after the upsert refuses the tick: an error event, nothing stored.
+    await spool.schedules.upsert('later', { everyMs: 1000, queue: 'later.fifo' });
+    await spool.schedules.upsert('big', { everyMs: 1000, queue: 'roomy', payload: 'x'.repeat(2000) });
+    await spool.queues.create('later.fifo', { contentDedupe: true });
+    await spool.settings.update({ queues: { roomy: { maxPayloadBytes: 1024 } } });
+    const errors: SpoolErrorEvent[] = [];
+    spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
+    await spool.start();
+    clock.advance(1000);
+    await until(() => errors.length === 2, 'both refusals');
+    expect(errors.map((e) => e.code).sort()).toEqual(['INVALID_ARGUMENT', 'INVALID_PAYLOAD']);
+    expect(readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM messages').pluck().get())).toBe(0);
+    // Refused ticks are not sent later; the cursor moved on.
+    expect(await spool.schedules.get('later')).toMatchObject({ lastTickAt: clock.now() });
+  });
+});
+
 describe('missed ticks', () => {
   /** A schedule created at t0 by a producer, then a spool started after `downMs`; the ticks it sends at start. */
   async function catchUp(missed: 'one' | 'all' | 'none', downMs: number, everyMs = 1000) {
