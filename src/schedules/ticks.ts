@@ -6,7 +6,9 @@
  *   - a time that a spring-forward skips does not run that day (croner alone would run a fixed
  *     time such as 02:30 at the end of the gap, 03:00; such a run does not match the pattern and
  *     is dropped here);
- *   - a time that a fall-back repeats runs once (croner's own rule for fixed times).
+ *   - a time that a fall-back repeats runs once, its first occurrence. croner keeps that rule for
+ *     single values only: it runs `30 1,13 * * *` twice at 01:30 when 01:00–02:00 repeats, since
+ *     it treats any hour field of several values as an interval. The repeat is dropped here.
  *   Interval patterns (a wildcard or step in the second, minute or hour field) follow real time
  *   through a fall-back, as croner does: `0,30 * * * *` runs every 30 minutes of the repeated hour.
  */
@@ -37,7 +39,40 @@ export function cronJob(cron: string, tz: string | undefined): Cron {
 /** The ticks of `rule` for a schedule anchored at `anchor`. */
 export function createTicker(rule: TickRule, anchor: number): Ticker {
   if ('everyMs' in rule) return everyTicker(rule.everyMs, anchor);
-  return cronTicker(cronJob(rule.cron, rule.tz), anchor);
+  return cronTicker(cronJob(rule.cron, rule.tz), anchor, isInterval(rule.cron) ? null : repeatOf(rule.tz ?? 'UTC'));
+}
+
+/** A wildcard or a step in the second, minute or hour field (or @hourly): the pattern follows real time. */
+function isInterval(cron: string): boolean {
+  const fields = cron.trim().split(/\s+/);
+  if (fields.length === 1) return fields[0]!.toLowerCase() === '@hourly';
+  const timeFields = fields.length === 6 ? fields.slice(0, 3) : fields.slice(0, 2);
+  return timeFields.some((f) => f.includes('*') || f.includes('/'));
+}
+
+/** Shifts of the clock at a fall-back: 30 min (Lord Howe), 1 h, 2 h (historic double summer time). */
+const FALL_BACK_SHIFTS_MS = [1_800_000, 3_600_000, 7_200_000];
+
+/**
+ * A test for the second occurrence of a wall-clock time that a fall-back repeats in `tz`: the same
+ * wall time read one shift earlier (the offset fell by exactly that shift in between).
+ */
+function repeatOf(tz: string): ((t: number) => boolean) | null {
+  if (tz === 'UTC') return null;
+  const format = new Intl.DateTimeFormat('en-US', {
+    timeZone: tz,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
+  return (t) => {
+    const wall = format.format(t);
+    return FALL_BACK_SHIFTS_MS.some((shift) => format.format(t - shift) === wall);
+  };
 }
 
 function everyTicker(everyMs: number, anchor: number): Ticker {
@@ -58,9 +93,10 @@ function everyTicker(everyMs: number, anchor: number): Ticker {
   };
 }
 
-function cronTicker(job: Cron, anchor: number): Ticker {
-  // croner works in whole seconds; a run is a real tick only if it matches the pattern (see header).
-  const real = (d: Date | null | undefined): d is Date => d != null && job.match(d);
+function cronTicker(job: Cron, anchor: number, repeated: ((t: number) => boolean) | null): Ticker {
+  // croner works in whole seconds; a run is a real tick only if it matches the pattern and, for a
+  // fixed time, is not a fall-back's repeat of it (see header).
+  const real = (d: Date | null | undefined): d is Date => d != null && job.match(d) && !repeated?.(d.getTime());
   return {
     after(t) {
       let from = new Date(Math.max(t, anchor));

@@ -86,6 +86,30 @@ describe('cron ticks', () => {
     ]);
   });
 
+  it('run a repeated fixed time once in lists and ranges of hours too, and in a 30-minute fall-back', () => {
+    // America/New_York, 2024-11-03: 02:00 EDT falls back to 01:00 EST, so 01:00–01:59 repeats.
+    // croner alone runs these twice (it treats an hour field of several values as an interval).
+    const day = (cron: string, tz: string, from: string, to: string) => {
+      const ticker = createTicker({ cron, tz }, 0);
+      const out: string[] = [];
+      for (let t = ticker.after(at(from)); t !== null && t <= at(to); t = ticker.after(t)) out.push(iso(t)!);
+      return out;
+    };
+    const ny = (cron: string) => day(cron, 'America/New_York', '2024-11-03T03:00:00Z', '2024-11-03T20:00:00Z');
+    expect(ny('30 1,13 * * *')).toEqual(['2024-11-03T05:30:00.000Z', '2024-11-03T18:30:00.000Z']); // 01:30 EDT, 13:30 EST
+    expect(ny('0 1,2 * * *')).toEqual(['2024-11-03T05:00:00.000Z', '2024-11-03T07:00:00.000Z']); // 01:00 EDT, 02:00 EST
+    expect(ny('0 1-2 * * *')).toEqual(['2024-11-03T05:00:00.000Z', '2024-11-03T07:00:00.000Z']);
+    expect(ny('0 0 1,2 * * *')).toEqual(['2024-11-03T05:00:00.000Z', '2024-11-03T07:00:00.000Z']); // 6 fields
+    // Australia/Lord_Howe, 2024-04-07: 02:00 +11 falls back to 01:30 +10:30, so 01:30–01:59 repeats.
+    expect(day('45 1,3 * * *', 'Australia/Lord_Howe', '2024-04-06T13:00:00Z', '2024-04-06T18:00:00Z')).toEqual([
+      '2024-04-06T14:45:00.000Z', // 01:45 +11, once
+      '2024-04-06T17:15:00.000Z', // 03:45 +10:30
+    ]);
+    // latest() drops the repeat as after() does.
+    const listed = createTicker({ cron: '30 1,13 * * *', tz: 'America/New_York' }, 0);
+    expect(listed.latest(at('2024-11-03T03:00:00Z'), at('2024-11-03T07:00:00Z'), 5).map(iso)).toEqual(['2024-11-03T05:30:00.000Z']);
+  });
+
   it('keep interval patterns on real time through the repeated hour (croner\'s rule)', () => {
     const cron = createTicker({ cron: '0,30 * * * *', tz: 'Europe/Berlin' }, 0);
     // 02:00 and 02:30 come twice on 2024-10-27: once in CEST (00:xxZ), once in CET (01:xxZ).
