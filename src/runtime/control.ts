@@ -151,7 +151,12 @@ export function createControl(clock: Clock, settings: { get(): Settings }, wakeU
     recordStarts(queue, count) {
       const { rate, budget } = limits(queue);
       if (rate === null && budget === null) return;
-      state(queue).starts.record(monotonicNow(clock), count);
+      const now = monotonicNow(clock);
+      const { starts } = state(queue);
+      starts.record(now, count);
+      // Under a budget alone no claim counts this window (only stats() does), so it is pruned
+      // here: it holds one window's starts, as the busy window does, never every start since.
+      if (rate === null) starts.count(now, budget!.perMs);
     },
   };
 
