@@ -67,16 +67,22 @@ export class NonRetryableError extends Error {
 
 /** Thrown by a handler: run the message again after `delayMs` without using an attempt. */
 export class RetryAfterError extends Error {
+  /** How long to wait, in ms. */
+  readonly delayMs: number;
+
   /** `delayMs`: how long to wait, in ms (≥ 0). */
-  constructor(
-    readonly delayMs: number,
-    message = `Retry after ${delayMs} ms`,
-  ) {
-    super(message);
+  constructor(delayMs: number, message?: string) {
+    checkMs('RetryAfterError', 'delayMs', delayMs);
+    super(message ?? `Retry after ${delayMs} ms`);
     this.name = 'RetryAfterError';
-    if (!Number.isFinite(delayMs) || delayMs < 0) {
-      throw new SpoolError('INVALID_ARGUMENT', `RetryAfterError expects delayMs ≥ 0, got ${String(delayMs)}`);
-    }
+    this.delayMs = delayMs;
+  }
+}
+
+/** A handler's pause must be a number of ms ≥ 0; anything else (a Symbol too) is INVALID_ARGUMENT. */
+function checkMs(what: string, name: string, ms: unknown): void {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+    throw new SpoolError('INVALID_ARGUMENT', `${what} expects ${name} ≥ 0, got ${typeof ms === 'number' ? String(ms) : safeString(ms)}`);
   }
 }
 
@@ -86,16 +92,15 @@ export class RetryAfterError extends Error {
  * ends the pause). BullMQ's `Worker.RateLimitError`.
  */
 export class RateLimitError extends Error {
+  /** How long the queue pauses, in ms. */
+  readonly pauseMs: number;
+
   /** `pauseMs`: how long the queue pauses, in ms (≥ 0). */
-  constructor(
-    readonly pauseMs: number,
-    message = `Rate limited: the queue pauses for ${pauseMs} ms`,
-  ) {
-    super(message);
+  constructor(pauseMs: number, message?: string) {
+    checkMs('RateLimitError', 'pauseMs', pauseMs);
+    super(message ?? `Rate limited: the queue pauses for ${pauseMs} ms`);
     this.name = 'RateLimitError';
-    if (!Number.isFinite(pauseMs) || pauseMs < 0) {
-      throw new SpoolError('INVALID_ARGUMENT', `RateLimitError expects pauseMs ≥ 0, got ${String(pauseMs)}`);
-    }
+    this.pauseMs = pauseMs;
   }
 }
 

@@ -43,7 +43,7 @@ Schedules:
   spool schedules upsert --db <file> <name> '<json spec>'
       Creates or changes a schedule and prints it. The spec is {"cron": "0 3 * * *", "tz":
       "Europe/Berlin"} or {"everyMs": 30000}, plus "queue", and optionally "payload", "startAt"
-      (epoch ms or an ISO date), "missed" ("one", "all" or "none") and "enabled" (false disables
+      (epoch ms, or ISO 8601 with a zone), "missed" ("one", "all" or "none") and "enabled" (false disables
       it without deleting it). Only a started spool fires ticks; it picks the change up within one
       processor.pollIntervalMs.
   spool schedules remove --db <file> <name>

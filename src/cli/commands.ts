@@ -53,16 +53,30 @@ export async function runCommand(spool: Spool, command: Exclude<DbCommand, { nam
     case 'schedules upsert': {
       const spec = parseJson(command.spec, 'The schedule spec', 'INVALID_ARGUMENT') as Record<string, unknown>;
       // JSON has no dates: an ISO string for startAt means that time.
-      if (spec !== null && typeof spec === 'object' && typeof spec.startAt === 'string') {
-        const at = Date.parse(spec.startAt);
-        if (Number.isNaN(at)) throw new SpoolError('INVALID_ARGUMENT', `startAt ${JSON.stringify(spec.startAt)} is not a date`);
-        spec.startAt = at;
-      }
+      if (spec !== null && typeof spec === 'object' && typeof spec.startAt === 'string') spec.startAt = isoTime(spec.startAt);
       return whileBusy(() => spool.schedules.upsert(command.schedule, spec as unknown as ScheduleSpec));
     }
     case 'schedules remove':
       return { removed: await whileBusy(() => spool.schedules.remove(command.schedule)) };
   }
+}
+
+/** ISO 8601: a date (UTC midnight), or a date and time with `Z` or an offset. */
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
+
+/**
+ * The epoch ms of an ISO 8601 `startAt`. Stricter than Date.parse, which also takes "March 7,
+ * 2030" (in this machine's zone) and rolls 2030-02-30 over to March 2: both are refused here, and
+ * so is a time without a zone, which would mean different instants on different machines.
+ */
+function isoTime(text: string): number {
+  const m = ISO_TIME.exec(text);
+  const refuse = (why: string) => new SpoolError('INVALID_ARGUMENT', `startAt ${JSON.stringify(text.slice(0, 60))} ${why}`, { details: { field: 'startAt' } });
+  if (!m) throw refuse('is not an ISO 8601 date (2030-01-01) or time with a zone (2030-01-01T03:00:00Z, 2030-01-01T03:00:00+01:00)');
+  const [, y, mo, d, h = '0', mi = '0', sec = '0'] = m;
+  const day = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
+  if (day.getUTCMonth() !== Number(mo) - 1 || day.getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(sec) > 59) throw refuse('is not a day and time that exists');
+  return Date.parse(text);
 }
 
 function parseJson(text: string, what: string, code: 'INVALID_SETTINGS' | 'INVALID_PAYLOAD' | 'INVALID_ARGUMENT'): unknown {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { SpoolError } from '../errors.js';
-import { assertQueueName, canonicalJson, describeZod, MAX_DATE_MS, QUEUE_NAME, serializePayload } from '../validate.js';
+import { assertQueueName, canonicalJson, describeZod, MAX_DATE_MS, QUEUE_NAME, readInput, serializePayload } from '../validate.js';
 import { createTicker, cronJob, type TickRule } from './ticks.js';
 
 /** What to do with ticks that fell due while no started spool ran the schedule. */
@@ -57,7 +57,7 @@ const specSchema = z
     tz: z.string().min(1).max(100).optional(),
     queue: z.string(),
     payload: z.unknown().optional(),
-    startAt: z.union([z.date(), z.number().int().min(0).max(MAX_DATE_MS)]).optional(),
+    startAt: z.union([z.date().min(new Date(0)).max(new Date(MAX_DATE_MS)), z.number().int().min(0).max(MAX_DATE_MS)]).optional(),
     missed: z.enum(['one', 'all', 'none']).optional(),
     enabled: z.boolean().optional(),
   })
@@ -81,8 +81,9 @@ export function parseSpec(input: unknown, maxPayloadBytes: number): { spec: Stor
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new SpoolError('INVALID_ARGUMENT', `Expected a schedule spec object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}`);
   }
-  assertQueueName((input as { queue?: unknown }).queue);
-  const parsed = specSchema.safeParse(input);
+  // A getter that throws is bad input, not a crash: INVALID_ARGUMENT.
+  assertQueueName(readInput('The schedule spec', () => (input as { queue?: unknown }).queue));
+  const parsed = readInput('The schedule spec', () => specSchema.safeParse(input));
   if (!parsed.success) throw new SpoolError('INVALID_ARGUMENT', `Invalid schedule: ${describeZod(parsed.error)}`, { cause: parsed.error });
   const s = parsed.data;
   let payload: string;

@@ -67,7 +67,11 @@ describe('spool schedules', () => {
     const table: { args: string[]; code: number; error: RegExp }[] = [
       { args: ['schedules', 'upsert', ...db(), 's', '{"cron":"61 * * * *","queue":"jobs"}'], code: 1, error: /^INVALID_ARGUMENT: Invalid cron schedule/ },
       { args: ['schedules', 'upsert', ...db(), 's', '{"everyMs":1000,"queue":"bad queue"}'], code: 1, error: /^INVALID_QUEUE_NAME: / },
-      { args: ['schedules', 'upsert', ...db(), 's', '{"everyMs":1000,"queue":"jobs","startAt":"soon"}'], code: 1, error: /^INVALID_ARGUMENT: startAt "soon" is not a date/ },
+      { args: ['schedules', 'upsert', ...db(), 's', '{"everyMs":1000,"queue":"jobs","startAt":"soon"}'], code: 1, error: /^INVALID_ARGUMENT: startAt "soon" is not an ISO 8601 date/ },
+      // Date.parse takes these: in this machine's zone, and rolled over to March 2.
+      { args: ['schedules', 'upsert', ...db(), 's', '{"everyMs":1000,"queue":"jobs","startAt":"March 7, 2030"}'], code: 1, error: /^INVALID_ARGUMENT: startAt "March 7, 2030" is not an ISO 8601 date/ },
+      { args: ['schedules', 'upsert', ...db(), 's', '{"everyMs":1000,"queue":"jobs","startAt":"2030-01-01T03:00:00"}'], code: 1, error: /^INVALID_ARGUMENT: startAt "2030-01-01T03:00:00" is not an ISO 8601 date/ },
+      { args: ['schedules', 'upsert', ...db(), 's', '{"everyMs":1000,"queue":"jobs","startAt":"2030-02-30T00:00:00Z"}'], code: 1, error: /^INVALID_ARGUMENT: startAt "2030-02-30T00:00:00Z" is not a day and time that exists/ },
       { args: ['schedules', 'upsert', ...db(), 's', '{"everyMs":'], code: 1, error: /^INVALID_ARGUMENT: The schedule spec is not valid JSON/ },
       { args: ['schedules', 'upsert', ...db(), 's'], code: 2, error: /^INVALID_ARGUMENT: spool schedules upsert takes <name> <json spec>/ },
       { args: ['schedules', 'drop', ...db(), 's'], code: 2, error: /^INVALID_ARGUMENT: Unknown schedules command "drop"; expected list, upsert or remove/ },

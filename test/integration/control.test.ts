@@ -4,7 +4,7 @@
  * only when a test advances it, so every start time is exact.
  */
 import { describe, expect, it } from 'vitest';
-import { isSpoolError, RateLimitError, type Spool } from '../../src/index.js';
+import { isSpoolError, RateLimitError, RetryAfterError, type Spool } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
@@ -338,16 +338,19 @@ describe('RateLimitError', () => {
     expect((await second.stats()).control).toEqual({});
   });
 
-  it('refuses a pause that is not a number of ms ≥ 0', () => {
-    for (const ms of [-1, Number.NaN, Infinity]) {
-      let caught: unknown;
-      try {
-        new RateLimitError(ms);
-      } catch (error) {
-        caught = error;
+  it('refuses a pause that is not a number of ms ≥ 0 (a Symbol or a bare object too)', () => {
+    for (const make of [(ms: unknown) => new RateLimitError(ms as number), (ms: unknown) => new RetryAfterError(ms as number)]) {
+      for (const ms of [-1, Number.NaN, Infinity, '5', Symbol('s'), Object.create(null)]) {
+        let caught: unknown;
+        try {
+          make(ms);
+        } catch (error) {
+          caught = error;
+        }
+        expect(isSpoolError(caught, 'INVALID_ARGUMENT'), typeof ms).toBe(true);
       }
-      expect(isSpoolError(caught, 'INVALID_ARGUMENT'), String(ms)).toBe(true);
     }
     expect(new RateLimitError(0).pauseMs).toBe(0);
+    expect(new RetryAfterError(250)).toMatchObject({ delayMs: 250, message: 'Retry after 250 ms', name: 'RetryAfterError' });
   });
 });

@@ -115,6 +115,18 @@ describe('managing schedules', () => {
       ['a bad queue name', { everyMs: 1000, queue: 'bad name' }, 'INVALID_QUEUE_NAME'],
       ['no queue', { everyMs: 1000 }, 'INVALID_QUEUE_NAME'],
       ['not an object', 'every second', 'INVALID_ARGUMENT'],
+      ['a startAt Date before 1970', { everyMs: 1000, queue: 'jobs', startAt: new Date(-1000) }, 'INVALID_ARGUMENT'],
+      ['an invalid startAt Date', { everyMs: 1000, queue: 'jobs', startAt: new Date(Number.NaN) }, 'INVALID_ARGUMENT'],
+      [
+        'a spec whose getter throws',
+        Object.defineProperty({ everyMs: 1000 }, 'queue', {
+          enumerable: true,
+          get() {
+            throw new Error('boom');
+          },
+        }),
+        'INVALID_ARGUMENT',
+      ],
     ];
     for (const [what, spec, code] of cases) {
       const error = await spool.schedules.upsert('s', spec as ScheduleSpec).catch((e: unknown) => e);
