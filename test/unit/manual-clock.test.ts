@@ -1,6 +1,6 @@
 /** The exported manual clock: timers fire in order as time advances; a wall step fires none. */
 import { describe, expect, it } from 'vitest';
-import { createManualClock } from '../../src/index.js';
+import { createManualClock, isSpoolError } from '../../src/index.js';
 
 describe('createManualClock', () => {
   it('runs due timers in order as advance() moves time, each seeing its own due time', () => {
@@ -33,5 +33,24 @@ describe('createManualClock', () => {
     expect([clock.now(), clock.monotonic!(), fired]).toEqual([10_000, 0, false]);
     clock.advance(100);
     expect(fired).toBe(true);
+  });
+
+  it('refuses a time that is not a finite number, and a monotonic step back, and keeps its time', () => {
+    const code = (f: () => unknown) => {
+      try {
+        f();
+      } catch (error) {
+        return isSpoolError(error) ? error.code : String(error);
+      }
+      return 'accepted';
+    };
+    for (const start of [Number.NaN, Infinity, 'x']) expect(code(() => createManualClock(start as number))).toBe('INVALID_ARGUMENT');
+    const clock = createManualClock(1000);
+    for (const ms of [Number.NaN, -5000, Infinity, '100']) expect(code(() => clock.advance(ms as number)), String(ms)).toBe('INVALID_ARGUMENT');
+    for (const ms of [Number.NaN, '100']) expect(code(() => clock.stepWall(ms as number)), String(ms)).toBe('INVALID_ARGUMENT');
+    expect([clock.now(), clock.monotonic()]).toEqual([1000, 0]);
+    // A wall step back is what NTP does: allowed.
+    clock.stepWall(-500);
+    expect(clock.now()).toBe(500);
   });
 });
