@@ -204,7 +204,7 @@ export function createClaimer(
     const deadline = policy.timeoutMs === null ? null : monotonicNow(clock) + policy.timeoutMs;
     const processing = machine.step(activating, { type: 'START', at: now, leaseExpiresAt });
     const token = tokenPrefix + (++tokens).toString(36);
-    const ok = repo.write(transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: null }, now, { via: 'activating' }));
+    const ok = repo.write(transitionRow(row, { state: 'pending', token: null }, processing, { token, owner: null }, now, { via: 'activating', handedOut: true }));
     if (!ok) return;
     const ctx = processing.context;
     const entry: Inflight = {

@@ -92,6 +92,7 @@ describe('retries and backoff', () => {
     spool.events$.subscribe((e) => e.type === 'message.error' && errors.push(e));
     await spool.start();
     const id = await spool.send('jobs', { to: 'x' });
+    const firstClaim = clock.now();
     const dead = nextEvent<MessageStateEvent>(spool.events$, isState(id, 'dead'));
     for (let n = 1; n < 3; n++) {
       await nextEvent(spool.events$, (e) => isState(id, 'pending')(e) && (e as MessageStateEvent).from === 'processing');
@@ -102,7 +103,8 @@ describe('retries and backoff', () => {
     expect(errors.map((e) => e.type === 'message.error' && e.code)).toEqual(['SMTP_DOWN', 'SMTP_DOWN', 'SMTP_DOWN']);
 
     const info = (await spool.get(id))!;
-    expect(info).toMatchObject({ state: 'dead', attempt: 3, deliveries: 3, payload: { to: 'x' } });
+    // The first hand-out is the first claim, not a later one.
+    expect(info).toMatchObject({ state: 'dead', attempt: 3, deliveries: 3, payload: { to: 'x' }, firstDeliveredAt: firstClaim });
     expect(info.lastError).toMatchObject({ code: 'SMTP_DOWN', message: 'failure 3' });
     expect(info.lastError!.stack).toContain('failure 3');
     // Plain JSON, not an Error: it survives a round trip unchanged.
