@@ -121,24 +121,70 @@ export function createSettingsStore(deps: {
     if (!initial) events.emit({ type: 'settings.changed', settings: next, version: nextVersion, source, at: clock.now() });
   }
 
+  /**
+   * The stored overrides without the entries that make them invalid: a whole queue's entry
+   * (`queues.<q>`) or a whole top-level key per fault. One bad entry, such as a queue named `.`
+   * that 0.1.0 allowed, must not cost every other override (a paused queue would run).
+   */
+  function salvage(stored: JsonObject): { kept: JsonObject; dropped: string[]; first: string } | undefined {
+    let kept = stored;
+    const dropped: string[] = [];
+    let first = '';
+    for (let i = 0; i < 1000; i++) {
+      try {
+        effective(kept);
+        return { kept, dropped, first };
+      } catch (error) {
+        const issue = ((error as SpoolError).cause as { issues?: { path: PropertyKey[] }[] } | undefined)?.issues?.[0];
+        const path = (issue?.path ?? []).map(String);
+        const cut = path.slice(0, path[0] === 'queues' ? 2 : 1);
+        const next = removePath(kept, cut);
+        if (cut.length === 0 || next === kept) return undefined;
+        first ||= (error as Error).message;
+        dropped.push(cut.join('.'));
+        kept = next;
+      }
+    }
+    return undefined;
+  }
+
   function load(source: 'local' | 'external') {
     const row = deps.storage().read();
     let parsed: unknown;
     try {
       parsed = JSON.parse(row.overrides);
       if (!isObject(parsed)) throw new Error('the overrides row is not a JSON object');
-      adopt(effective(parsed), parsed, row.version, source);
     } catch (error) {
-      // A hand-edited invalid row: report it, keep running on defaults + config.
-      version = row.version;
+      return ignore(row.version, source, `Ignoring invalid settings overrides (version ${row.version}): ${(error as Error).message}`);
+    }
+    const saved = salvage(parsed);
+    if (!saved) return ignore(row.version, source, `Ignoring invalid settings overrides (version ${row.version}): ${describeInvalid(parsed)}`);
+    if (saved.dropped.length > 0) {
       events.emit({
         type: 'error',
         code: 'INVALID_SETTINGS',
-        message: `Ignoring invalid settings overrides (version ${row.version}): ${(error as Error).message}`,
+        message: `Ignoring the invalid settings overrides ${saved.dropped.join(', ')} (version ${row.version}); the others apply. ${saved.first}`,
         at: clock.now(),
       });
-      adopt(effective({}), {}, row.version, source);
     }
+    adopt(effective(saved.kept), saved.kept, row.version, source);
+  }
+
+  /** Why `overrides` are invalid (they are). */
+  function describeInvalid(overrides: JsonObject): string {
+    try {
+      effective(overrides);
+      return 'unknown';
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  /** A row beyond repair (hand-edited): reported, and the spool runs on defaults + config. */
+  function ignore(rowVersion: number, source: 'local' | 'external', message: string) {
+    version = rowVersion;
+    events.emit({ type: 'error', code: 'INVALID_SETTINGS', message, at: clock.now() });
+    adopt(effective({}), {}, rowVersion, source);
   }
 
   function ensureLoaded() {
@@ -153,7 +199,9 @@ export function createSettingsStore(deps: {
       let stored: JsonObject = {};
       try {
         const parsed = JSON.parse(row.overrides);
-        if (isObject(parsed)) stored = parsed;
+        // Entries that no longer validate (see salvage) are dropped by this write, not kept to
+        // refuse every later change.
+        if (isObject(parsed)) stored = salvage(parsed)?.kept ?? {};
       } catch {
         // An unreadable row is replaced by the new overrides.
       }

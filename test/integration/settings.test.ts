@@ -435,6 +435,33 @@ describe('layers and persistence', () => {
     for (const e of explained) expect(get(e.path)).toEqual(e.value);
   });
 
+  it('an override entry that no longer validates (a queue named "." from 0.1.0) is dropped alone: the others apply', async () => {
+    const first = spools.open();
+    await first.settings.update({ processor: { batchSize: 7 } });
+    await first.close();
+    const other = new Database(spools.path);
+    const legacy = { queues: { '.': { paused: true }, email: { paused: true } }, executor: { concurrency: 4 } };
+    other.prepare('UPDATE settings_overrides SET overrides = ?, version = version + 1 WHERE id = 1').run(JSON.stringify(legacy));
+    other.close();
+
+    const spool = spools.open();
+    const errors: SpoolEvent[] = [];
+    spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
+    const handled: unknown[] = [];
+    spool.register('email', (m) => void handled.push(m.payload));
+    await spool.start();
+    expect(errors).toEqual([expect.objectContaining({ code: 'INVALID_SETTINGS', message: expect.stringContaining('overrides queues.. (version') })]);
+    // Before, the whole row was ignored: email ran while paused, on the default pool.
+    expect(spool.settings.get().queues.email).toEqual({ paused: true });
+    expect(spool.settings.get().executor.concurrency).toBe(4);
+    await spool.send('email', { to: 'must wait' });
+    await spool.stop();
+    expect(handled).toEqual([]);
+    // The next change drops the entry for good, and keeps the rest.
+    await spool.settings.update({ processor: { batchSize: 5 } });
+    expect(JSON.parse(overridesRow(spools.path)!.overrides)).toEqual({ queues: { email: { paused: true } }, executor: { concurrency: 4 }, processor: { batchSize: 5 } });
+  });
+
   it('a hand-edited invalid overrides row is reported as an error event, ignored, and boot succeeds', async () => {
     const config = writeConfig({ executor: { concurrency: 3 } });
     const first = spools.open({ config });
