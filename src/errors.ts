@@ -33,7 +33,8 @@ export type SpoolErrorCode =
   | 'INVALID_RECEIPT'
   | 'MESSAGE_NOT_INFLIGHT'
   | 'LEASE_EXPIRED'
-  | 'MAX_RECEIVES';
+  | 'MAX_RECEIVES'
+  | 'NEWER_SCHEMA';
 
 /** The error every Spool API throws or rejects with. */
 export class SpoolError extends Error {

@@ -47,7 +47,7 @@ export const BUSY_TIMEOUT_MS = 20;
  * the file another connection holds: never creates one, and a file deleted or replaced since is
  * STORAGE_LOST (a second connection to a new empty file would work on a spool no one runs).
  */
-export function openConnection(path: string, durability: Durability, prepare?: (sqlite: Database.Database) => void, sameAs?: FileIdentity): Connection {
+export function openConnection(path: string, durability: Durability, prepare?: (sqlite: Database.Database, realPath: string) => void, sameAs?: FileIdentity): Connection {
   let sqlite: Database.Database;
   let real: string;
   try {
@@ -87,7 +87,7 @@ export function openConnection(path: string, durability: Durability, prepare?: (
     // Bounds the WAL file left after a checkpoint, so a large purge's WAL does not linger.
     sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
     sqlite.pragma('temp_store = MEMORY');
-    prepare?.(sqlite);
+    prepare?.(sqlite, real);
   } catch (cause) {
     sqlite.close();
     if (cause instanceof SpoolError) throw cause;

@@ -93,6 +93,22 @@ export function acquireOwnerLock(realPath: string, sqlite: Database.Database, no
 }
 
 /** Opens `<path>.lock` and holds it in an EXCLUSIVE transaction, or throws LOCKED. */
+/**
+ * True when another connection holds the owner lock of the database at `realPath` now (a probe:
+ * taken and let go at once). Spool 0.1.0 held the same lock file, so this finds its owners too.
+ */
+export function ownerRunning(realPath: string): boolean {
+  let conn: Database.Database;
+  try {
+    conn = holdLockFile(realPath, `${realPath}.lock`);
+  } catch (error) {
+    if (error instanceof SpoolError && error.code === 'LOCKED') return true;
+    throw error;
+  }
+  release(conn);
+  return false;
+}
+
 function holdLockFile(realPath: string, lockPath: string): Database.Database {
   let conn: Database.Database;
   try {

@@ -10,7 +10,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { SpoolError } from '../errors.js';
-import { runTransaction } from './transaction.js';
+import { BUSY_TIMEOUT_MS } from './connection.js';
+import { isBusy, runTransaction } from './transaction.js';
 
 /** Where the generated migrations live: `drizzle/` in the package root. */
 export const MIGRATIONS_FOLDER = findMigrationsFolder(dirname(fileURLToPath(import.meta.url)));
@@ -27,22 +28,59 @@ function findMigrationsFolder(from: string): string {
 
 const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
 
-/** Brings the schema up to date; a no-op when it already is. */
-export function migrate(sqlite: Database.Database): void {
+/**
+ * How long a migration waits for the write lock, ms: another process may be migrating the same
+ * file (a big one takes seconds), and this open then applies nothing once it gets the lock. The
+ * wait is synchronous, once per open; the committer's own busy limit is the same.
+ */
+export const MIGRATION_BUSY_MS = 30_000;
+
+/** What a migration must know of the world outside the connection. */
+export interface MigrateGuard {
+  /** True when another process owns the file (holds its owner lock) now. */
+  ownerRunning(): boolean;
+}
+
+/**
+ * Brings the schema up to date; a no-op when it already is. Refuses a file written by a newer
+ * Spool (NEWER_SCHEMA), and an upgrade of a file that another process owns (LOCKED): that owner
+ * runs an older Spool, and a changed schema under it would fail its every write.
+ */
+export function migrate(sqlite: Database.Database, guard?: MigrateGuard): void {
   const latest = migrations.at(-1)?.folderMillis ?? 0;
-  if (appliedUpTo(sqlite) >= latest) return;
-  runTransaction(sqlite, () => {
-    sqlite.exec(
-      'CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (id INTEGER PRIMARY KEY, hash text NOT NULL, created_at numeric)',
-    );
-    const applied = appliedUpTo(sqlite);
-    const insert = sqlite.prepare('INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES (?, ?)');
-    for (const migration of migrations) {
-      if (migration.folderMillis <= applied) continue;
-      for (const statement of migration.sql) if (statement.trim()) sqlite.exec(statement);
-      insert.run(migration.hash, migration.folderMillis);
-    }
-  });
+  const found = appliedUpTo(sqlite);
+  if (found > latest) {
+    throw new SpoolError('NEWER_SCHEMA', `The database was written by a newer Spool: its schema has a migration of ${found}, this Spool knows none after ${latest}; upgrade Spool to open it`, {
+      details: { applied: found, known: latest },
+    });
+  }
+  if (found === latest) return;
+  if (found >= 0 && guard?.ownerRunning()) {
+    throw new SpoolError('LOCKED', 'Another process owns this database and its schema is older than this Spool\'s: it runs an older Spool, whose writes would fail on a changed schema. Stop it, then open the file with this version to upgrade it', {
+      details: { applied: found, known: latest },
+    });
+  }
+  sqlite.pragma(`busy_timeout = ${MIGRATION_BUSY_MS}`);
+  try {
+    runTransaction(sqlite, () => {
+      sqlite.exec(
+        'CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (id INTEGER PRIMARY KEY, hash text NOT NULL, created_at numeric)',
+      );
+      // Read again under the write lock: a process that migrated meanwhile left nothing to do.
+      const applied = appliedUpTo(sqlite);
+      const insert = sqlite.prepare('INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES (?, ?)');
+      for (const migration of migrations) {
+        if (migration.folderMillis <= applied) continue;
+        for (const statement of migration.sql) if (statement.trim()) sqlite.exec(statement);
+        insert.run(migration.hash, migration.folderMillis);
+      }
+    });
+  } catch (error) {
+    if (isBusy(error)) throw new SpoolError('STORAGE_BUSY', `The database stayed locked by another connection for over ${MIGRATION_BUSY_MS} ms while its schema was to be upgraded`, { cause: error });
+    throw error;
+  } finally {
+    sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  }
 }
 
 function appliedUpTo(sqlite: Database.Database): number {

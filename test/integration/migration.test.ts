@@ -11,11 +11,14 @@
  * on finished_at, after giving any done or dead row without one its last update's time, and 0007
  * the index of live keys.
  */
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { messageMachine } from '../../src/index.js';
+import { ROOT } from '../helpers/build.js';
+import { fileDigest } from '../helpers/cli.js';
 import { countsBothWays } from '../helpers/counts.js';
 import { reached } from '../helpers/events.js';
 import { readDb } from '../helpers/read-db.js';
@@ -185,3 +188,61 @@ describe('migrating a database at migration 0002', () => {
     expect(kept).toEqual(rows);
   });
 });
+
+describe('what a migration refuses', () => {
+  it('a file written by a newer Spool: NEWER_SCHEMA, and the file is left as it was', async () => {
+    const first = spools.open();
+    await first.send('jobs', 1);
+    await first.close();
+    const conn = new Database(spools.path);
+    conn.prepare('INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES (?, ?)').run('future', 4_102_444_800_000);
+    conn.close();
+    const before = fileDigest(spools.path);
+    const spool = spools.open();
+    await expect(spool.start()).rejects.toMatchObject({ code: 'NEWER_SCHEMA' });
+    await expect(spool.send('jobs', 2)).rejects.toMatchObject({ code: 'NEWER_SCHEMA' });
+    await spool.close();
+    expect(fileDigest(spools.path)).toBe(before);
+  });
+
+  it('an upgrade of a file another process owns (an older Spool): LOCKED, unchanged; once it stops, the upgrade runs', async () => {
+    copyFileSync(FIXTURE, spools.path);
+    // 0.1.0's owner holds the same lock file, in an EXCLUSIVE transaction.
+    const owner = new Database(`${spools.path}.lock`);
+    owner.exec('BEGIN EXCLUSIVE');
+    const before = fileDigest(spools.path);
+    const reader = spools.open();
+    await expect(reader.stats()).rejects.toMatchObject({ code: 'LOCKED', message: expect.stringContaining('older Spool') });
+    await reader.close();
+    expect(fileDigest(spools.path)).toBe(before);
+    owner.exec('ROLLBACK');
+    owner.close();
+    const spool = spools.open();
+    expect((await spool.stats()).queues.email).toBeDefined();
+    await spool.close();
+  });
+
+  it('waits out another process migrating the same file, then finds nothing to do', async () => {
+    copyFileSync(FIXTURE, spools.path);
+    // A child holds the write lock for 600 ms, as a migration of a big file does.
+    const child = spawn(process.execPath, ['-e', HOLD_WRITE_LOCK, spools.path], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+    const spool = spools.open();
+    // Refused at once with "database is locked" before.
+    expect((await spool.stats()).queues.email).toBeDefined();
+    await spool.close();
+    expect(await exited).toBe(0);
+  });
+});
+
+/** A child's script: BEGIN IMMEDIATE on the file argv[1], say so, hold it 600 ms, commit. */
+const HOLD_WRITE_LOCK = `
+const Database = require('better-sqlite3');
+const db = new Database(process.argv[1]);
+db.exec('BEGIN IMMEDIATE');
+process.stdout.write('locked\\n');
+Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600);
+db.exec('COMMIT');
+db.close();
+`;
