@@ -34,6 +34,7 @@ const STATUS: Record<string, number> = {
   NOT_ACCEPTING: 409,
   LOCKED: 409,
   HARD_LINKED: 409,
+  NEWER_SCHEMA: 409,
   QUEUE_FULL: 429,
   CLOSED: 503,
   STORAGE_BUSY: 503,

@@ -1,5 +1,5 @@
 /** The `spool` command line: parses, runs one command, prints JSON on stdout and logs on stderr. */
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Spool } from '../index.js';
 import { isSpoolError } from '../errors.js';
@@ -16,6 +16,30 @@ export interface CliIo {
   stdoutIsTTY?: boolean;
   /** Makes a progress bar for long operations; given only when stderr is a terminal. */
   progress?: () => Progress;
+}
+
+/**
+ * What is at `path`: nothing, an empty file, a spool's database (drizzle's migrations table), or
+ * another SQLite database ('foreign'). Only read; a file SQLite cannot read
+ * counts as a spool's, so that the open reports its coded error.
+ */
+async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | 'foreign'> {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (stat === undefined) return 'missing';
+  if (stat.isFile() && stat.size === 0) return 'empty';
+  const { default: Database } = await import('better-sqlite3');
+  let db: InstanceType<typeof Database> | undefined;
+  try {
+    // Not `readonly`: a read-only connection to a WAL database cannot remove the -wal file it
+    // made at close. A plain one that only reads leaves the file as the command's own open would.
+    db = new Database(path, { fileMustExist: true });
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+    return tables.length === 0 ? 'empty' : tables.includes('__drizzle_migrations') ? 'spool' : 'foreign';
+  } catch {
+    return 'spool';
+  } finally {
+    db?.close();
+  }
 }
 
 /** Runs the command line `argv` (without node and the script); resolves with the exit status. */
@@ -42,14 +66,19 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     );
     return 2;
   }
+  // Reading a mistyped path would silently create an empty spool, and a wrong one would turn
+  // another program's database into a spool: only update and serve may create one, and none adopts
+  // a database that is not a spool's.
+  const creates = command.name === 'settings update' || command.name === 'serve';
+  const found = await fileKind(command.db);
+  if (found === 'foreign' || (!creates && found !== 'spool')) {
+    const why = found === 'foreign' ? 'is a database that is not a spool (it has tables, but none of Spool\'s migrations); nothing was changed' : found === 'empty' ? 'is empty (no tables)' : 'does not exist';
+    io.stderr(`INVALID_ARGUMENT: There is no spool database at ${resolve(command.db)}: the file ${why}\n`);
+    return 1;
+  }
   if (command.name === 'serve') {
     const { serve } = await import('./serve.js');
     return serve(command, io, describeError);
-  }
-  // Reading a mistyped path would silently create an empty spool; only update may create one.
-  if (command.name !== 'settings update' && !existsSync(command.db)) {
-    io.stderr(`INVALID_ARGUMENT: There is no spool database at ${resolve(command.db)}\n`);
-    return 1;
   }
 
   if (command.name === 'admin') return runAdmin(command, io);

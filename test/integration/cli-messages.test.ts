@@ -4,7 +4,8 @@
  * process runs, under a pseudo-terminal for --yes and the progress bars, and with a table of bad
  * inputs that must each exit non-zero and leave the file byte-identical.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError, type MessageInfo, type Spool } from '../../src/index.js';
@@ -246,5 +247,35 @@ describe('spool day-two commands: bad input (built bin)', { timeout: 120_000 }, 
     }
     expect(existsSync(join(spools.dir, 'nope.db'))).toBe(false);
     expect(await states(emailDead)).toEqual(['dead', 'dead', 'dead']);
+  });
+});
+
+describe('files that are not a spool', () => {
+  it("refuses another program's database and an empty file in every command, and changes neither", async () => {
+    const foreign = join(spools.dir, 'app.db');
+    const app = new Database(foreign);
+    app.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada')");
+    app.close();
+    const empty = join(spools.dir, 'empty.db');
+    writeFileSync(empty, '');
+    const commands = [['stats'], ['dead'], ['get', '1'], ['schedules', 'list'], ['settings', 'get'], ['settings', 'update', '{"accepting":false}'], ['send', '--queue', 'q', '1']];
+    for (const [file, refusal] of [
+      [foreign, /^INVALID_ARGUMENT: There is no spool database at .*app\.db: the file is a database that is not a spool/],
+      [empty, /^INVALID_ARGUMENT: There is no spool database at .*empty\.db: the file is empty/],
+    ] as const) {
+      const before = fileDigest(file);
+      for (const args of commands) {
+        // settings update may make a spool of an empty file, as of a missing one.
+        if (file === empty && args[1] === 'update') continue;
+        const run = await runBin([...args, '--db', file]);
+        expect(run.code, `${args.join(' ')} ${file}`).toBe(1);
+        expect(run.stderr).toMatch(refusal);
+        expect(fileDigest(file)).toBe(before);
+      }
+      expect(existsSync(`${file}-wal`)).toBe(false);
+    }
+    // Before, stats made a spool of it: ten tables and WAL mode in the app's file.
+    expect(new Database(foreign, { readonly: true }).pragma('journal_mode', { simple: true })).toBe('delete');
+    expect(json(await runBin(['settings', 'update', '--db', empty, '{"accepting":false}']))).toMatchObject({ accepting: false });
   });
 });
