@@ -153,6 +153,8 @@ export function createMaintenance(deps: {
   let holdTimer: NodeJS.Timeout | undefined;
   let loadGuard: TimerHandle | undefined;
   let lostSaid = false;
+  /** Sweeps waiting on the worker (see holdOpen). */
+  let sweepsWaiting = 0;
   const autoCheckpoint = (pages: number) => {
     if (db.sqlite.open && !closed) db.sqlite.pragma(`wal_autocheckpoint = ${pages}`);
   };
@@ -179,7 +181,6 @@ export function createMaintenance(deps: {
           loadGuard = undefined;
           autoCheckpoint(OWNER_AUTOCHECKPOINT_PAGES);
         }, WORKER_LOAD_GRACE_MS);
-        w.unref();
         w.on('message', (message: FromWorker) => onMessage(message, resolve));
         w.on('error', (error) => {
           events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `The maintenance worker failed: ${messageOf(error)}`, at: clock.now() });
@@ -198,6 +199,9 @@ export function createMaintenance(deps: {
           if (!closed) ready = undefined;
           resolve(false);
         });
+        // After the listeners: a 'message' listener refs the worker's port again, and a producer
+        // that swept once would then never exit on its own.
+        holdOpen();
       } catch (error) {
         events.emit({ type: 'error', code: 'STORAGE_ERROR', message: `Could not start the maintenance worker: ${messageOf(error)}`, at: clock.now() });
         resolve(false);
@@ -275,9 +279,25 @@ export function createMaintenance(deps: {
     // empty file at the path, which the next start would open as an empty spool.
     if (!db.intact()) throw new SpoolError('STORAGE_LOST', 'The database file was deleted or replaced while the spool ran; nothing is swept');
     const p = plan();
-    const result = (await ensureWorker()) && worker ? await sweepInWorker(worker, p) : await sweepHere(p);
-    events.emit({ type: 'maintenance.swept', ...result, at: clock.now() });
-    return result;
+    sweepsWaiting += 1;
+    holdOpen();
+    try {
+      const result = (await ensureWorker()) && worker ? await sweepInWorker(worker, p) : await sweepHere(p);
+      events.emit({ type: 'maintenance.swept', ...result, at: clock.now() });
+      return result;
+    } finally {
+      sweepsWaiting -= 1;
+      holdOpen();
+    }
+  }
+
+  /**
+   * The worker keeps the process alive only while a sweep waits on it: an awaited `sweep()` must
+   * finish, and an idle worker (checkpoints only) must not keep a producer's process from exiting.
+   */
+  function holdOpen() {
+    if (sweepsWaiting > 0) worker?.ref();
+    else worker?.unref();
   }
 
   function sweepInWorker(w: Worker, p: SweepPlan): Promise<SweepResult> {

@@ -1,11 +1,15 @@
 /** start/stop/close: idempotent, shared in-flight promises, stop semantics, nothing left open. */
 import Database from 'better-sqlite3';
-import { existsSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { firstValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createSpool, SpoolError, type Message, type SpoolEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
 import { rejection } from '../helpers/errors.js';
+import { ROOT } from '../helpers/build.js';
 import { createGate } from '../helpers/gate.js';
 import { readDb } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
@@ -495,5 +499,26 @@ describe('close()', () => {
       await turns();
     }
     expect(leaked).toEqual([]);
+  });
+});
+
+describe('a producer process', () => {
+  it('exits on its own after an awaited sweep(), with the sweep done (its worker holds the process only while it sweeps)', () => {
+    const index = pathToFileURL(`${ROOT}dist/src/index.js`).href;
+    const script = `
+      import { createSpool } from ${JSON.stringify(index)};
+      const spool = createSpool({ path: process.argv[2], config: { retention: { doneMs: 0 } } });
+      await spool.send('q', 1);
+      const swept = await spool.sweep();
+      process.stdout.write(JSON.stringify(swept));
+    `;
+    // A module file, as an app is: under -e the old fault did not show.
+    const file = join(spools.dir, 'producer.mjs');
+    writeFileSync(file, script);
+    const run = spawnSync(process.execPath, [file, spools.path], { encoding: 'utf8', timeout: 20_000 });
+    // Before, the sweep's worker kept the process alive until killed (a 'message' listener refs its port).
+    expect(run.signal).toBeNull();
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ deleted: 0 });
   });
 });
