@@ -34,8 +34,9 @@ Messages:
   spool purge --db <file> --queue <q> --state pending|dead|done [--yes]
       Deletes every message of the queue in that state and prints {"purged": n}. When stdout is a
       terminal it refuses to run without --yes.
-  spool send --db <file> --queue <q> '<json>'
-      Stores one message with that JSON value as its payload and prints {"id": "..."}.
+  spool send --db <file> --queue <q> ('<json>' | -)
+      Stores one message with that JSON value as its payload and prints {"id": "..."}. With -,
+      the JSON is read from standard input (no argument-length limit; it must be UTF-8).
 
 Schedules:
   spool schedules list --db <file>

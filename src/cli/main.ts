@@ -21,6 +21,11 @@ process.exitCode = await runCli(process.argv.slice(2), {
   stdout: writer(process.stdout),
   stderr: writer(process.stderr),
   stdoutIsTTY: process.stdout.isTTY === true,
+  stdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  },
   // Progress only on a terminal: piped stderr stays a clean log.
   ...(process.stderr.isTTY ? { progress: () => createProgressBar(process.stderr) } : {}),
 });

@@ -2,7 +2,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Spool } from '../index.js';
-import { isSpoolError } from '../errors.js';
+import { isSpoolError, SpoolError } from '../errors.js';
 import { isBusy, sqliteCode } from '../db/transaction.js';
 import { parseCli, USAGE, UsageError, type CliCommand } from './args.js';
 import type { Progress } from './progress.js';
@@ -16,6 +16,8 @@ export interface CliIo {
   stdoutIsTTY?: boolean;
   /** Makes a progress bar for long operations; given only when stderr is a terminal. */
   progress?: () => Progress;
+  /** Reads standard input to its end (`spool send … -`). */
+  stdin?: () => Promise<Buffer>;
 }
 
 /**
@@ -39,6 +41,20 @@ async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | '
     return 'spool';
   } finally {
     db?.close();
+  }
+}
+
+/**
+ * A payload from standard input: no argument-length limit (about 128 KiB), and bytes that are not
+ * UTF-8 are refused rather than replaced with U+FFFD as they are in an argument.
+ */
+async function readStdin(io: CliIo): Promise<string> {
+  if (!io.stdin) throw new SpoolError('INVALID_ARGUMENT', 'spool send - reads the payload from standard input, which this caller does not give');
+  const bytes = await io.stdin();
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new SpoolError('INVALID_PAYLOAD', 'The payload on standard input is not UTF-8 text', { details: { reason: 'charset' } });
   }
 }
 
@@ -82,6 +98,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 
   if (command.name === 'admin') return runAdmin(command, io);
+  if (command.name === 'send' && command.payload === '-') {
+    try {
+      command = { ...command, payload: await readStdin(io) };
+    } catch (error) {
+      io.stderr(`${describeError(error)}\n`);
+      return 1;
+    }
+  }
 
   let spool: Spool | undefined;
   let status = 0;

@@ -19,9 +19,10 @@ export const CLI_TIMEOUT_MS = 25_000;
  * Runs `node bin/spool.mjs ...args` from the project root with stdout and stderr piped. With
  * `tty`, runs it under util-linux `script`, so stdin, stdout and stderr are one pseudo-terminal:
  * everything it writes then arrives (with CRLF line ends) in `stdout`. With `closeStdout`, the
- * read end of its stdout is closed before it writes anything.
+ * read end of its stdout is closed before it writes anything. With `stdin`, those bytes are its
+ * standard input (else it has none).
  */
-export function runBin(args: string[], options: { tty?: boolean; closeStdout?: boolean } = {}): Promise<CliRun> {
+export function runBin(args: string[], options: { tty?: boolean; closeStdout?: boolean; stdin?: Buffer } = {}): Promise<CliRun> {
   const env = { ...process.env };
   delete env.SPOOL_CRASH_POINT;
   const argv = [process.execPath, 'bin/spool.mjs', ...args];
@@ -29,7 +30,12 @@ export function runBin(args: string[], options: { tty?: boolean; closeStdout?: b
     ? ['script', ['--quiet', '--return', '--flush', '--command', argv.map(shellQuote).join(' '), '/dev/null']]
     : [argv[0]!, argv.slice(1)];
   return new Promise((resolve, reject) => {
-    const child = spawn(command, commandArgs as string[], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: CLI_TIMEOUT_MS });
+    const child = spawn(command, commandArgs as string[], { cwd: ROOT, env, stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], timeout: CLI_TIMEOUT_MS });
+    if (options.stdin) {
+      // A command that refuses before reading leaves the pipe unread: not this helper's failure.
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(options.stdin);
+    }
     let stdout = '';
     let stderr = '';
     // A reader that went away at once (`spool … | head -c 0`): the command's writes meet EPIPE.

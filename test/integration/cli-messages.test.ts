@@ -279,3 +279,27 @@ describe('files that are not a spool', () => {
     expect(json(await runBin(['settings', 'update', '--db', empty, '{"accepting":false}']))).toMatchObject({ accepting: false });
   });
 });
+
+describe('spool send -', () => {
+  it('reads the payload from standard input: past the argument limit, and refuses bytes that are not UTF-8', async () => {
+    const spool = spools.open();
+    await spool.send('email', 0);
+    await spool.close();
+    const big = { blob: 'x'.repeat(300_000) };
+    const sent = await runBin(['send', ...db('--queue', 'email', '-')], { stdin: Buffer.from(JSON.stringify(big)) });
+    expect(sent.code, sent.stderr).toBe(0);
+    const { id } = JSON.parse(sent.stdout) as { id: string };
+    const reader = spools.open();
+    expect((await reader.get(id))?.payload).toEqual(big);
+    await reader.close();
+    const before = fileDigest(spools.path);
+    // As an argument these bytes arrive as U+FFFD, silently; on standard input they are refused.
+    const latin1 = Buffer.concat([Buffer.from('{"a":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+    const refused = await runBin(['send', ...db('--queue', 'email', '-')], { stdin: latin1 });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^INVALID_PAYLOAD: The payload on standard input is not UTF-8 text/);
+    const notJson = await runBin(['send', ...db('--queue', 'email', '-')], { stdin: Buffer.from('{"a":') });
+    expect(notJson.stderr).toMatch(/^INVALID_PAYLOAD: The payload is not valid JSON/);
+    expect(fileDigest(spools.path)).toBe(before);
+  });
+});
