@@ -80,11 +80,15 @@ export class RetryAfterError extends Error {
   }
 }
 
-/** A handler's pause must be a number of ms ≥ 0; anything else (a Symbol too) is INVALID_ARGUMENT. */
-function checkMs(what: string, name: string, ms: unknown): void {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
-    throw new SpoolError('INVALID_ARGUMENT', `${what} expects ${name} ≥ 0, got ${typeof ms === 'number' ? String(ms) : safeString(ms)}`);
+/**
+ * A duration or time given to the API: a finite number of ms, ≥ 0 unless `signed`; anything else
+ * (NaN, a string, a Symbol) is INVALID_ARGUMENT naming `what` and `name`. Returns it.
+ */
+export function checkMs(what: string, name: string, ms: unknown, signed = false): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || (!signed && ms < 0)) {
+    throw new SpoolError('INVALID_ARGUMENT', `${what} expects ${name} to be a finite number of ms${signed ? '' : ' ≥ 0'}, got ${typeof ms === 'number' ? String(ms) : safeString(ms)}`);
   }
+  return ms;
 }
 
 /**

@@ -3,7 +3,7 @@
  * `createSpool({ clock })`, and time moves only when the test says so.
  */
 import type { Clock } from './clock.js';
-import { SpoolError } from './errors.js';
+import { checkMs } from './errors.js';
 
 /** A clock whose time moves only by `advance()` and `stepWall()`. */
 export interface ManualClock extends Clock {
@@ -17,17 +17,9 @@ export interface ManualClock extends Clock {
   readonly pending: number;
 }
 
-/** A finite number of ms (≥ 0 unless `signed`), or INVALID_ARGUMENT: a NaN here would make every later time NaN. */
-function checkMs(what: string, ms: unknown, signed: boolean): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || (!signed && ms < 0)) {
-    throw new SpoolError('INVALID_ARGUMENT', `${what} expects a finite number of ms${signed ? '' : ' ≥ 0 (monotonic time never goes back)'}, got ${typeof ms === 'number' ? ms : typeof ms}`);
-  }
-  return ms;
-}
-
 /** Creates a manual clock whose wall time starts at `start` (epoch ms). */
 export function createManualClock(start = 1_700_000_000_000): ManualClock {
-  let wall = checkMs('createManualClock', start, true);
+  let wall = checkMs('createManualClock', 'start', start, true);
   let mono = 0;
   let nextId = 1;
   const timers = new Map<number, { at: number; fn: () => void }>();
@@ -43,7 +35,8 @@ export function createManualClock(start = 1_700_000_000_000): ManualClock {
       timers.delete(handle as number);
     },
     advance(ms) {
-      const target = mono + checkMs('advance', ms, false);
+      // Monotonic time never goes back: no negative advance.
+      const target = mono + checkMs('advance', 'ms', ms);
       for (;;) {
         let due: [number, { at: number; fn: () => void }] | undefined;
         for (const entry of timers) if (entry[1].at <= target && (!due || entry[1].at < due[1].at)) due = entry;
@@ -59,7 +52,7 @@ export function createManualClock(start = 1_700_000_000_000): ManualClock {
     },
     stepWall(ms) {
       // Either way, as an NTP step may go.
-      wall += checkMs('stepWall', ms, true);
+      wall += checkMs('stepWall', 'ms', ms, true);
     },
     nextDue() {
       let at = Infinity;

@@ -34,13 +34,16 @@ export const OPTION_DEFAULTS = {
   maxPayloadBytes: 1024 * 1024,
 };
 
+
+/** The largest `maxPayloadBytes` a spool may set (256 MiB). */
+export const MAX_PAYLOAD_BYTES_LIMIT = 256 * 1024 * 1024;
 const optionsSchema = z.strictObject({
   // SQLite cuts a path at a NUL, so `a\0b` would open `a` and its lock file would be the database.
   path: z.string().min(1).refine((p) => !p.includes('\0'), 'must not contain a NUL character'),
   config: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
   durability: z.enum(['normal', 'full']).optional(),
   inspect: z.union([z.function(), z.object({}).loose()]).optional(),
-  maxPayloadBytes: z.number().int().min(1).max(256 * 1024 * 1024).optional(),
+  maxPayloadBytes: z.number().int().min(1).max(MAX_PAYLOAD_BYTES_LIMIT).optional(),
   clock: z.object({ now: z.function(), setTimeout: z.function(), clearTimeout: z.function() }).loose().optional(),
   random: z.function().optional(),
 });

@@ -11,7 +11,7 @@ import { crashPoint } from './crash-points.js';
 import type { QueuesRepository } from './db/queues-repository.js';
 import type { NewMessage, Repository } from './db/repository.js';
 import type { QueueDirectory, ResolvedAttributes } from './queues/directory.js';
-import { bodyBytes, checkAttributes, checkFifoId, checkSqsCharset, encodeAttributes } from './queues/message-attributes.js';
+import { checkAttributes, checkFifoId, checkQueueBody, encodeAttributes } from './queues/message-attributes.js';
 import { SpoolError } from './errors.js';
 import type { EventBus } from './events.js';
 import type { ResolvedOptions } from './options.js';
@@ -84,14 +84,7 @@ export function createProducer(deps: ProducerDeps) {
       // SQS counts the body as sent (a string's UTF-8 bytes) plus the attributes, against the
       // queue's own limit, which replaces the spool-wide one.
       json = serializePayload(payload, Number.MAX_SAFE_INTEGER);
-      if (shape.sqs) checkSqsCharset(payload);
-      const bytes = bodyBytes(payload, json) + shape.attributeBytes;
-      const limit = shape.attrs.maxPayloadBytes ?? opts.maxPayloadBytes;
-      if (bytes > limit) {
-        throw new SpoolError('INVALID_PAYLOAD', `Payload and attributes are ${bytes} bytes; queue "${queue}" takes at most ${limit} (maxPayloadBytes)`, {
-          details: { bytes, maxBytes: limit, reason: 'size' },
-        });
-      }
+      checkQueueBody(queue, payload, json, { sqs: shape.sqs, limit: shape.attrs.maxPayloadBytes ?? opts.maxPayloadBytes, attributeBytes: shape.attributeBytes });
     } else {
       json = serializePayload(payload, opts.maxPayloadBytes);
     }

@@ -21,9 +21,15 @@ process.exitCode = await runCli(process.argv.slice(2), {
   stdout: writer(process.stdout),
   stderr: writer(process.stderr),
   stdoutIsTTY: process.stdout.isTTY === true,
-  stdin: async () => {
+  stdin: async (limit) => {
     const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    let size = 0;
+    for await (const chunk of process.stdin) {
+      chunks.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      // Past the limit the payload is refused anyway: stop reading rather than hold it all.
+      if (size > limit) break;
+    }
     return Buffer.concat(chunks);
   },
   // Progress only on a terminal: piped stderr stays a clean log.

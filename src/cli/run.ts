@@ -16,8 +16,8 @@ export interface CliIo {
   stdoutIsTTY?: boolean;
   /** Makes a progress bar for long operations; given only when stderr is a terminal. */
   progress?: () => Progress;
-  /** Reads standard input to its end (`spool send … -`). */
-  stdin?: () => Promise<Buffer>;
+  /** Reads standard input to its end, or to just past `limit` bytes (`spool send … -`). */
+  stdin?: (limit: number) => Promise<Buffer>;
 }
 
 /**
@@ -50,7 +50,14 @@ async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | '
  */
 async function readStdin(io: CliIo): Promise<string> {
   if (!io.stdin) throw new SpoolError('INVALID_ARGUMENT', 'spool send - reads the payload from standard input, which this caller does not give');
-  const bytes = await io.stdin();
+  // At most the largest maxPayloadBytes a spool may have; the spool's own limit applies after.
+  const { MAX_PAYLOAD_BYTES_LIMIT: limit } = await import('../options.js');
+  const bytes = await io.stdin(limit);
+  if (bytes.length > limit) {
+    throw new SpoolError('INVALID_PAYLOAD', `The payload on standard input is over ${limit} bytes, the largest maxPayloadBytes`, {
+      details: { maxBytes: limit, reason: 'size' },
+    });
+  }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {

@@ -92,7 +92,6 @@ export function acquireOwnerLock(realPath: string, sqlite: Database.Database, no
   };
 }
 
-/** Opens `<path>.lock` and holds it in an EXCLUSIVE transaction, or throws LOCKED. */
 /**
  * True when another connection holds the owner lock of the database at `realPath` now (a probe:
  * taken and let go at once). Spool 0.1.0 held the same lock file, so this finds its owners too.
@@ -109,6 +108,7 @@ export function ownerRunning(realPath: string): boolean {
   return false;
 }
 
+/** Opens `<path>.lock` and holds it in an EXCLUSIVE transaction, or throws LOCKED. */
 function holdLockFile(realPath: string, lockPath: string): Database.Database {
   let conn: Database.Database;
   try {

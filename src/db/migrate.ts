@@ -55,7 +55,9 @@ export function migrate(sqlite: Database.Database, guard?: MigrateGuard): void {
     });
   }
   if (found === latest) return;
-  if (found >= 0 && guard?.ownerRunning()) {
+  // Read again after a positive probe: a process of this version may have migrated the file and
+  // taken its lock in between, and is no reason to refuse.
+  if (found >= 0 && guard?.ownerRunning() && appliedUpTo(sqlite) < latest) {
     throw new SpoolError('LOCKED', 'Another process owns this database and its schema is older than this Spool\'s: it runs an older Spool, whose writes would fail on a changed schema. Stop it, then open the file with this version to upgrade it', {
       details: { applied: found, known: latest },
     });

@@ -5,7 +5,7 @@
  * from the injected clock. Every change to a message row records its count delta (counters.ts; a
  * new row is counted by the fold).
  */
-import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { MessageContext, MessageState } from '../../machines/message.machine.js';
 import type Database from 'better-sqlite3';
 import type { DbHandle } from './client.js';
@@ -630,12 +630,22 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     counts(): { queue: string; state: MessageState; n: number }[] {
       return counts.all() as { queue: string; state: MessageState; n: number }[];
     },
-    /** Rows in a state, optionally of one queue, oldest first (after `afterSeq`: pages by seq). */
-    listByState(state: MessageState, queue: string | undefined, limit: number, afterSeq = 0): MessageRow[] {
+    /**
+     * Rows in a state, optionally of one queue, oldest first (after `afterSeq`: pages by seq; with
+     * `sourced`, only rows that came from another queue: a redrive's candidates).
+     */
+    listByState(state: MessageState, queue: string | undefined, limit: number, afterSeq = 0, sourced = false): MessageRow[] {
       return orm
         .select(rowSelection)
         .from(messages)
-        .where(and(eq(messages.state, state), queue === undefined ? undefined : eq(messages.queue, queue), afterSeq > 0 ? gt(messages.seq, afterSeq) : undefined))
+        .where(
+          and(
+            eq(messages.state, state),
+            queue === undefined ? undefined : eq(messages.queue, queue),
+            afterSeq > 0 ? gt(messages.seq, afterSeq) : undefined,
+            sourced ? isNotNull(messages.sourceQueue) : undefined,
+          ),
+        )
         .orderBy(asc(messages.seq))
         .limit(limit)
         .all() as MessageRow[];

@@ -86,6 +86,21 @@ export function bodyBytes(body: unknown, json: string): number {
   return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : Buffer.byteLength(json, 'utf8');
 }
 
+/**
+ * A body against its queue's own rules, as `send()` and a schedule's tick apply them: SQS's
+ * character set on an SQS queue, and the size SQS counts (the body as sent plus `attributeBytes`)
+ * against `limit`, the queue's maxPayloadBytes (or the spool-wide one). Throws INVALID_PAYLOAD.
+ */
+export function checkQueueBody(queue: string, body: unknown, json: string, rules: { sqs: boolean; limit: number; attributeBytes: number }): void {
+  if (rules.sqs) checkSqsCharset(body);
+  const bytes = bodyBytes(body, json) + rules.attributeBytes;
+  if (bytes > rules.limit) {
+    throw new SpoolError('INVALID_PAYLOAD', `Payload${rules.attributeBytes > 0 ? ' and attributes are' : ' is'} ${bytes} bytes; queue "${queue}" takes at most ${rules.limit} (maxPayloadBytes)`, {
+      details: { bytes, maxBytes: rules.limit, reason: 'size' },
+    });
+  }
+}
+
 /** Refuses a string body with characters outside SQS's set (INVALID_PAYLOAD, reason charset). */
 export function checkSqsCharset(body: unknown): void {
   if (typeof body === 'string' && OUTSIDE_SQS_CHARSET.test(body)) {

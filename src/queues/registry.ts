@@ -307,7 +307,7 @@ export function createQueues(deps: {
           return targets.get(to)! && (row.grp !== null || !queues.get(to)!.fifo);
         };
         const batch = storage.transaction(() => {
-          const rows = repo.listByState('pending', dlq, REDRIVE_BATCH, after);
+          const rows = repo.listByState('pending', dlq, REDRIVE_BATCH, after, options.destination === undefined);
           const moves: { id: string; queue: string; attempt: number }[] = [];
           for (const row of rows) {
             const to = options.destination ?? row.sourceQueue;
@@ -334,8 +334,10 @@ export function createQueues(deps: {
         // Announced as the move into a dead-letter queue is: under the queue it moved to.
         if (!bus.idle) for (const m of batch.moves) bus.emit({ type: 'message.state', id: m.id, queue: m.queue, from: 'pending', to: 'pending', attempt: m.attempt, at: now });
         for (const queue of touched) deps.ready(queue);
-        // Paged by seq: rows left behind (no source) never hold back the rows after them.
+        // Paged by seq: rows left behind (a source gone) never hold back the rows after them.
         if (batch.seen < REDRIVE_BATCH) return { taskId: randomUUID(), moved };
+        // Between pages, the event loop (and the owner's commits) run.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     },
   };

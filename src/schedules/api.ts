@@ -102,8 +102,8 @@ export function createSchedules(deps: SchedulesDeps): Schedules {
   return {
     async upsert(name, input) {
       assertScheduleName(name);
-      const { spec, enabled } = parseSpec(input, deps.maxPayloadBytes);
-      const refusal = targetRefusal(deps.directory, spec.queue, spec.payload);
+      const { spec, enabled } = parseSpec(input);
+      const refusal = targetRefusal(deps.directory, spec.queue, spec.payload, deps.maxPayloadBytes);
       if (refusal) throw refusal;
       const text = specText(spec);
       const s = statements();

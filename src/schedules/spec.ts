@@ -75,9 +75,10 @@ export function assertScheduleName(name: unknown): asserts name is string {
 /**
  * Validates a spec: INVALID_QUEUE_NAME for its queue, INVALID_ARGUMENT for anything else (an
  * unknown key, both or neither of cron and everyMs, everyMs < 1000, a cron expression or time zone
- * that croner refuses, a cron that never fires, a payload that is not JSON or too large).
+ * that croner refuses, a cron that never fires, a payload that is not JSON). Its size is the
+ * target queue's to judge (target.ts), as for a send.
  */
-export function parseSpec(input: unknown, maxPayloadBytes: number): { spec: StoredSpec; enabled: boolean } {
+export function parseSpec(input: unknown): { spec: StoredSpec; enabled: boolean } {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new SpoolError('INVALID_ARGUMENT', `Expected a schedule spec object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}`);
   }
@@ -88,7 +89,7 @@ export function parseSpec(input: unknown, maxPayloadBytes: number): { spec: Stor
   const s = parsed.data;
   let payload: string;
   try {
-    payload = serializePayload(s.payload ?? null, maxPayloadBytes, 'Schedule payload');
+    payload = serializePayload(s.payload ?? null, Number.MAX_SAFE_INTEGER, 'Schedule payload');
   } catch (error) {
     throw new SpoolError('INVALID_ARGUMENT', (error as Error).message, { cause: error, details: (error as SpoolError).details });
   }

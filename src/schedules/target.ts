@@ -4,31 +4,25 @@
  * since the queue may have been created or changed since.
  */
 import { SpoolError } from '../errors.js';
-import { bodyBytes, checkSqsCharset } from '../queues/message-attributes.js';
+import { checkQueueBody } from '../queues/message-attributes.js';
 import type { QueueDirectory } from '../queues/directory.js';
 
-/** The error a send of `payload` (its JSON text) to `queue` would get, or undefined. */
-export function targetRefusal(directory: QueueDirectory, queue: string, payload: string): SpoolError | undefined {
+/**
+ * The error a send of `payload` (its JSON text) to `queue` would get, or undefined. `spoolWide`
+ * is the spool's maxPayloadBytes, for a queue without its own (unknown to the tick's runner, which
+ * then leaves that limit to the upsert's check).
+ */
+export function targetRefusal(directory: QueueDirectory, queue: string, payload: string, spoolWide?: number): SpoolError | undefined {
   if (directory.isFifo(queue)) {
     return new SpoolError('INVALID_ARGUMENT', `Queue "${queue}" is FIFO: every send needs a group, and a schedule sends none`, { details: { field: 'queue', queue } });
   }
   const sqs = directory.isSqs(queue);
-  const limit = directory.attributes(queue).maxPayloadBytes;
-  // Otherwise the spool-wide limit applies, which parseSpec checked.
-  if (!sqs && limit === null) return undefined;
-  const body = JSON.parse(payload) as unknown;
-  if (sqs) {
-    try {
-      checkSqsCharset(body);
-    } catch (error) {
-      return error as SpoolError;
-    }
-  }
-  const bytes = bodyBytes(body, payload);
-  if (limit !== null && bytes > limit) {
-    return new SpoolError('INVALID_PAYLOAD', `Schedule payload is ${bytes} bytes; queue "${queue}" takes at most ${limit} (maxPayloadBytes)`, {
-      details: { bytes, maxBytes: limit, reason: 'size' },
-    });
+  const limit = directory.attributes(queue).maxPayloadBytes ?? spoolWide;
+  if (!sqs && limit === undefined) return undefined;
+  try {
+    checkQueueBody(queue, JSON.parse(payload) as unknown, payload, { sqs, limit: limit ?? Number.MAX_SAFE_INTEGER, attributeBytes: 0 });
+  } catch (error) {
+    return error as SpoolError;
   }
   return undefined;
 }

@@ -61,6 +61,14 @@ export function validateSettings(doc: unknown, code: 'INVALID_SETTINGS' | 'INVAL
 
 const DEFAULTS = DEFAULT_SETTINGS as unknown as JsonObject;
 
+/** What salvage() reads of a zod issue. */
+interface ZodIssueLike {
+  code: string;
+  path: PropertyKey[];
+  /** The unknown keys of an `unrecognized_keys` issue. */
+  keys?: string[];
+}
+
 /** The effective document: defaults ← config ← overrides, removed keys back at their default. */
 function layered(config: JsonObject, overrides: JsonObject): JsonObject {
   return fillMissing(applyLayer(applyLayer(DEFAULTS, config), overrides), DEFAULTS);
@@ -122,28 +130,37 @@ export function createSettingsStore(deps: {
   }
 
   /**
-   * The stored overrides without the entries that make them invalid: a whole queue's entry
-   * (`queues.<q>`) or a whole top-level key per fault. One bad entry, such as a queue named `.`
-   * that 0.1.0 allowed, must not cost every other override (a paused queue would run).
+   * The stored overrides without what makes them invalid, cut as narrowly as the fault allows: an
+   * unknown key alone (a newer Spool's setting, say), an invalid value alone, or a whole queue
+   * entry when its name is invalid (a queue named `.`, which 0.1.0 allowed). One bad entry must
+   * not cost every other override: a paused queue would run. `unknown` tells whether an unknown
+   * key was cut (a write must not delete a newer Spool's setting on its own).
    */
-  function salvage(stored: JsonObject): { kept: JsonObject; dropped: string[]; first: string } | undefined {
+  function salvage(stored: JsonObject): { kept: JsonObject; dropped: string[]; first: string; unknown: boolean } | undefined {
     let kept = stored;
     const dropped: string[] = [];
     let first = '';
+    let unknown = false;
     for (let i = 0; i < 1000; i++) {
+      let error: unknown;
       try {
         effective(kept);
-        return { kept, dropped, first };
-      } catch (error) {
-        const issue = ((error as SpoolError).cause as { issues?: { path: PropertyKey[] }[] } | undefined)?.issues?.[0];
-        const path = (issue?.path ?? []).map(String);
-        const cut = path.slice(0, path[0] === 'queues' ? 2 : 1);
-        const next = removePath(kept, cut);
-        if (cut.length === 0 || next === kept) return undefined;
-        first ||= (error as Error).message;
-        dropped.push(cut.join('.'));
-        kept = next;
+        return { kept, dropped, first, unknown };
+      } catch (caught) {
+        error = caught;
       }
+      const issue = ((error as SpoolError).cause as { issues?: ZodIssueLike[] } | undefined)?.issues?.[0];
+      if (!issue) return undefined;
+      unknown ||= issue.code === 'unrecognized_keys';
+      const at = issue.path.map(String);
+      const cuts = issue.code === 'unrecognized_keys' && issue.keys ? issue.keys.map((key) => [...at, key]) : [at];
+      let next = kept;
+      for (const cut of cuts) if (cut.length > 0) next = removePath(next, cut);
+      // Nothing of the overrides to cut (the fault is in the defaults and config): beyond repair.
+      if (next === kept) return undefined;
+      first ||= (error as Error).message;
+      dropped.push(...cuts.map((cut) => cut.join('.')));
+      kept = next;
     }
     return undefined;
   }
@@ -168,6 +185,16 @@ export function createSettingsStore(deps: {
       });
     }
     adopt(effective(saved.kept), saved.kept, row.version, source);
+  }
+
+  /** Whether `overrides` give valid settings. */
+  function validates(overrides: JsonObject): boolean {
+    try {
+      effective(overrides);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Why `overrides` are invalid (they are). */
@@ -199,14 +226,25 @@ export function createSettingsStore(deps: {
       let stored: JsonObject = {};
       try {
         const parsed = JSON.parse(row.overrides);
-        // Entries that no longer validate (see salvage) are dropped by this write, not kept to
-        // refuse every later change.
-        if (isObject(parsed)) stored = salvage(parsed)?.kept ?? {};
+        if (isObject(parsed)) stored = parsed;
       } catch {
         // An unreadable row is replaced by the new overrides.
       }
-      const nextOverrides = compute(stored);
-      const next = effective(nextOverrides);
+      let nextOverrides = compute(stored);
+      let next: Settings;
+      try {
+        next = effective(nextOverrides);
+      } catch (error) {
+        // Stored entries that no longer validate (see salvage) are dropped by this write rather
+        // than refuse every later change; but a key this version does not know (a newer Spool's
+        // setting) is never deleted on its own: the change must remove it by name. A change that
+        // is itself the fault (the stored row was valid, or the change alone is not) is refused.
+        if (validates(stored) || !validates(compute({}))) throw error;
+        const saved = salvage(nextOverrides);
+        if (!saved || saved.unknown) throw error;
+        nextOverrides = saved.kept;
+        next = effective(nextOverrides);
+      }
       const nextVersion = storage.write(JSON.stringify(nextOverrides), clock.now());
       return { next, nextOverrides, nextVersion };
     });

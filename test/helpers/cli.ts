@@ -39,9 +39,9 @@ export function runBin(args: string[], options: { tty?: boolean; closeStdout?: b
     let stdout = '';
     let stderr = '';
     // A reader that went away at once (`spool … | head -c 0`): the command's writes meet EPIPE.
-    if (options.closeStdout) child.stdout.destroy();
-    else child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    if (options.closeStdout) child.stdout!.destroy();
+    else child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });

@@ -290,7 +290,7 @@ describe('owner-mode consumers', () => {
       { a: { constructor: 1 } },
       { a: { toString: 1 } },
       { a: { valueOf: 1 } },
-      { a: { __proto__: 1 } },
+      JSON.parse('{"a":{"__proto__":1}}'),
       { a: "1'; DROP TABLE messages; --\u0000" },
       { a: Number.NaN },
       { a: [1, 2] },

@@ -326,6 +326,17 @@ describe('ticks that cannot be sent', () => {
     await until(() => seen.length === 2, 'the next healthy tick');
   });
 
+  it("judges the payload's size as a send does: the queue's own maxPayloadBytes, else the spool's", async () => {
+    const spool = spools.open({ clock: createTestClock(), config: QUIET, maxPayloadBytes: 1000 });
+    await spool.queues.create('roomy', { maxPayloadBytes: 4096 });
+    const big = 'x'.repeat(2000);
+    await expect(spool.schedules.upsert('a', { everyMs: 1000, queue: 'plain', payload: big })).rejects.toMatchObject({ code: 'INVALID_PAYLOAD' });
+    await expect(spool.send('plain', big)).rejects.toMatchObject({ code: 'INVALID_PAYLOAD' });
+    // A queue's own limit replaces the spool's, for a schedule as for a send.
+    expect(await spool.schedules.upsert('b', { everyMs: 1000, queue: 'roomy', payload: big })).toMatchObject({ name: 'b' });
+    expect(await spool.send('roomy', big)).toBeDefined();
+  });
+
   it('obeys the rules of its queue: no FIFO queue (no group to send), and the queue\'s own maxPayloadBytes', async () => {
     const clock = createTestClock();
     const spool = spools.open({ clock, config: QUIET });

@@ -462,6 +462,34 @@ describe('layers and persistence', () => {
     expect(JSON.parse(overridesRow(spools.path)!.overrides)).toEqual({ queues: { email: { paused: true } }, executor: { concurrency: 4 }, processor: { batchSize: 5 } });
   });
 
+  it('cuts an unknown key or a bad value alone; an update never deletes a key this version does not know', async () => {
+    const first = spools.open();
+    await first.settings.update({ processor: { batchSize: 7 } });
+    await first.close();
+    const row = { queues: { email: { paused: true, maxAttempts: -1, futureQueueKey: 1 } }, futureKey: { x: 1 } };
+    const other = new Database(spools.path);
+    other.prepare('UPDATE settings_overrides SET overrides = ?, version = version + 1 WHERE id = 1').run(JSON.stringify(row));
+    other.close();
+
+    const spool = spools.open();
+    const errors: SpoolEvent[] = [];
+    spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
+    expect(spool.settings.get().queues.email).toEqual({ paused: true });
+    expect(errors).toHaveLength(1);
+    for (const path of ['futureKey', 'queues.email.maxAttempts', 'queues.email.futureQueueKey']) expect((errors[0] as { message: string }).message).toContain(path);
+    // A key a newer Spool may have written stays: the update is refused (as before), the row kept.
+    expect((await rejection(spool.settings.update({ processor: { batchSize: 5 } }))).code).toBe('INVALID_SETTINGS');
+    expect(JSON.parse(overridesRow(spools.path)!.overrides)).toEqual(row);
+    // Removing them by name is the way on; the bad value goes with that write.
+    await spool.settings.update({ futureKey: null, queues: { email: { futureQueueKey: null } }, processor: { batchSize: 5 } } as never);
+    expect(spool.settings.get().queues.email).toEqual({ paused: true });
+    expect(JSON.parse(overridesRow(spools.path)!.overrides)).toMatchObject({ queues: { email: { paused: true } }, processor: { batchSize: 5 } });
+    expect(JSON.parse(overridesRow(spools.path)!.overrides).queues.email).not.toHaveProperty('maxAttempts');
+    // A change that is itself invalid is still refused, never "salvaged" away.
+    expect((await rejection(spool.settings.update({ executor: { concurrency: -3 } }))).code).toBe('INVALID_SETTINGS');
+    expect(spool.settings.get().processor.batchSize).toBe(5);
+  });
+
   it('a hand-edited invalid overrides row is reported as an error event, ignored, and boot succeeds', async () => {
     const config = writeConfig({ executor: { concurrency: 3 } });
     const first = spools.open({ config });
