@@ -175,7 +175,7 @@ export function createSettingsStore(deps: {
       return ignore(row.version, source, `Ignoring invalid settings overrides (version ${row.version}): ${(error as Error).message}`);
     }
     const saved = salvage(parsed);
-    if (!saved) return ignore(row.version, source, `Ignoring invalid settings overrides (version ${row.version}): ${describeInvalid(parsed)}`);
+    if (!saved) return ignore(row.version, source, `Ignoring invalid settings overrides (version ${row.version}): ${invalidity(parsed)}`);
     if (saved.dropped.length > 0) {
       events.emit({
         type: 'error',
@@ -187,21 +187,11 @@ export function createSettingsStore(deps: {
     adopt(effective(saved.kept), saved.kept, row.version, source);
   }
 
-  /** Whether `overrides` give valid settings. */
-  function validates(overrides: JsonObject): boolean {
+  /** Why `overrides` give invalid settings, or undefined when they give valid ones. */
+  function invalidity(overrides: JsonObject): string | undefined {
     try {
       effective(overrides);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** Why `overrides` are invalid (they are). */
-  function describeInvalid(overrides: JsonObject): string {
-    try {
-      effective(overrides);
-      return 'unknown';
+      return undefined;
     } catch (error) {
       return (error as Error).message;
     }
@@ -239,7 +229,7 @@ export function createSettingsStore(deps: {
         // than refuse every later change; but a key this version does not know (a newer Spool's
         // setting) is never deleted on its own: the change must remove it by name. A change that
         // is itself the fault (the stored row was valid, or the change alone is not) is refused.
-        if (validates(stored) || !validates(compute({}))) throw error;
+        if (invalidity(stored) === undefined || invalidity(compute({})) !== undefined) throw error;
         const saved = salvage(nextOverrides);
         if (!saved || saved.unknown) throw error;
         nextOverrides = saved.kept;
