@@ -22,8 +22,8 @@ export interface CliIo {
 
 /**
  * What is at `path`: nothing, an empty file, a spool's database (drizzle's migrations table), or
- * another SQLite database ('foreign'). Only read; a file SQLite cannot read
- * counts as a spool's, so that the open reports its coded error.
+ * another SQLite database ('foreign'). Only reads; a file SQLite cannot read counts as a spool's,
+ * so that the open reports its coded error.
  */
 async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | 'foreign'> {
   const stat = statSync(path, { throwIfNoEntry: false });
