@@ -91,7 +91,12 @@ export function openConnection(path: string, durability: Durability, prepare?: (
   } catch (cause) {
     sqlite.close();
     if (cause instanceof SpoolError) throw cause;
-    throw new SpoolError('STORAGE_ERROR', `Cannot prepare the database at ${path}: ${(cause as Error).message}`, { cause });
+    // SQLite's own words name neither the cause nor the fix: a spool writes -wal and -shm files
+    // beside the database, even to read it, so its directory must be writable too.
+    const code = String((cause as { code?: unknown }).code ?? '');
+    const readOnly = code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN');
+    const hint = readOnly ? ` (Spool needs write access to the file and to its directory ${dirname(real)}, where SQLite keeps the -wal and -shm files, even to read)` : '';
+    throw new SpoolError('STORAGE_ERROR', `Cannot prepare the database at ${path}: ${(cause as Error).message}${hint}`, { cause });
   }
   return {
     sqlite,
