@@ -36,7 +36,10 @@ async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | '
     // made at close. A plain one that only reads leaves the file as the command's own open would.
     db = new Database(path, { fileMustExist: true });
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
-    return tables.length === 0 ? 'empty' : tables.includes('__drizzle_migrations') ? 'spool' : 'foreign';
+    if (tables.length === 0) return 'empty';
+    // drizzle-orm's default table: another drizzle app's database has one too, without Spool's rows.
+    const { foreignMigrations } = await import('../db/migrate.js');
+    return tables.includes('__drizzle_migrations') && !foreignMigrations(db) ? 'spool' : 'foreign';
   } catch {
     return 'spool';
   } finally {

@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import * as schema from './schema.js';
 import { ownerRunning } from './lock.js';
-import { migrate } from './migrate.js';
+import { migrate, refuseForeign } from './migrate.js';
 import { openConnection, type Connection } from './connection.js';
 
 export { BUSY_TIMEOUT_MS, realPath, type Durability } from './connection.js';
@@ -15,6 +15,9 @@ export interface DbHandle extends Connection {
 
 /** Opens (creating if needed) and migrates the database at `path`. */
 export function openDatabase(path: string, durability: Connection['durability']): DbHandle {
-  const connection = openConnection(path, durability, (sqlite: Database.Database, real: string) => migrate(sqlite, { ownerRunning: () => ownerRunning(real) }));
+  const connection = openConnection(path, durability, {
+    check: refuseForeign,
+    prepare: (sqlite: Database.Database, real: string) => migrate(sqlite, { ownerRunning: () => ownerRunning(real) }),
+  });
   return { ...connection, orm: drizzle(connection.sqlite, { schema }) };
 }

@@ -43,11 +43,17 @@ export const BUSY_TIMEOUT_MS = 20;
 
 /**
  * Opens (creating if needed) the database at `path` with Spool's pragmas, then runs `prepare` on it
- * (the owner's migrations); its failures are reported as the open's. With `sameAs`, it opens only
+ * (the owner's migrations); its failures are reported as the open's. `check` runs before the
+ * pragmas, which write the file: a file it refuses is left as it was. With `sameAs`, it opens only
  * the file another connection holds: never creates one, and a file deleted or replaced since is
  * STORAGE_LOST (a second connection to a new empty file would work on a spool no one runs).
  */
-export function openConnection(path: string, durability: Durability, prepare?: (sqlite: Database.Database, realPath: string) => void, sameAs?: FileIdentity): Connection {
+export function openConnection(
+  path: string,
+  durability: Durability,
+  hooks: { check?: (sqlite: Database.Database) => void; prepare?: (sqlite: Database.Database, realPath: string) => void } = {},
+  sameAs?: FileIdentity,
+): Connection {
   let sqlite: Database.Database;
   let real: string;
   try {
@@ -78,6 +84,7 @@ export function openConnection(path: string, durability: Durability, prepare?: (
   }
   try {
     sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    hooks.check?.(sqlite);
     // Only effective before the first table exists; later it needs a full VACUUM, which we avoid.
     // Set only when not already so: setting it writes the header, which fails while another
     // connection holds the write lock (SQLITE_BUSY at open).
@@ -87,7 +94,7 @@ export function openConnection(path: string, durability: Durability, prepare?: (
     // Bounds the WAL file left after a checkpoint, so a large purge's WAL does not linger.
     sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
     sqlite.pragma('temp_store = MEMORY');
-    prepare?.(sqlite, real);
+    hooks.prepare?.(sqlite, real);
   } catch (cause) {
     sqlite.close();
     if (cause instanceof SpoolError) throw cause;

@@ -85,6 +85,27 @@ export function migrate(sqlite: Database.Database, guard?: MigrateGuard): void {
   }
 }
 
+/** The hash of Spool's first migration: every Spool database's migrations table has it (0000_init never changed). */
+export const FIRST_MIGRATION_HASH = migrations[0]!.hash;
+
+/** Refuses (INVALID_OPTIONS) a database whose migrations are another application's (see foreignMigrations). */
+export function refuseForeign(sqlite: Database.Database): void {
+  if (foreignMigrations(sqlite)) {
+    throw new SpoolError('INVALID_OPTIONS', 'The database holds another drizzle-orm application\'s migrations (a __drizzle_migrations table without Spool\'s first migration): Spool needs a database file of its own, and would have written its migrations into that table', {
+      details: { table: '__drizzle_migrations' },
+    });
+  }
+}
+
+/**
+ * True when the database has drizzle's migrations table but not Spool's first migration in it: it
+ * belongs to another application that uses drizzle-orm (the table name is drizzle's default).
+ */
+export function foreignMigrations(sqlite: Database.Database): boolean {
+  if (!sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get()) return false;
+  return !sqlite.prepare('SELECT 1 FROM "__drizzle_migrations" WHERE hash = ?').get(FIRST_MIGRATION_HASH);
+}
+
 function appliedUpTo(sqlite: Database.Database): number {
   const table = sqlite
     .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")

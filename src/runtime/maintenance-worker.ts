@@ -59,7 +59,7 @@ if (port) {
   // The owner migrated the file before it made this worker: a bare connection will do, and this
   // thread then never loads drizzle-orm (see removal.ts). It must be the owner's file, never a
   // new one at the path (the owner's was deleted).
-  const db = openConnection(path, durability, undefined, identity);
+  const db = openConnection(path, durability, {}, identity);
   const repo = createRemoval(db.sqlite, attachCounters(db.sqlite));
   let stopping = false;
   let checkpointTimer: NodeJS.Timeout | undefined;

@@ -61,6 +61,16 @@ export function validateSettings(doc: unknown, code: 'INVALID_SETTINGS' | 'INVAL
 
 const DEFAULTS = DEFAULT_SETTINGS as unknown as JsonObject;
 
+/** Whether `doc` has a value at `path`. */
+function hasPath(doc: JsonObject, path: string[]): boolean {
+  let node: unknown = doc;
+  for (const key of path) {
+    if (!isObject(node) || !Object.hasOwn(node, key)) return false;
+    node = node[key];
+  }
+  return true;
+}
+
 /** What salvage() reads of a zod issue. */
 interface ZodIssueLike {
   code: string;
@@ -155,11 +165,20 @@ export function createSettingsStore(deps: {
       const at = issue.path.map(String);
       const cuts = issue.code === 'unrecognized_keys' && issue.keys ? issue.keys.map((key) => [...at, key]) : [at];
       let next = kept;
-      for (const cut of cuts) if (cut.length > 0) next = removePath(next, cut);
+      const made: string[] = [];
+      for (let cut of cuts) {
+        // A fault met where the overrides have nothing (a config value beside an override): cut
+        // the nearest part they do have, a queue's entry at most (never every queue).
+        const floor = cut[0] === 'queues' ? 2 : 1;
+        while (cut.length > floor && !hasPath(next, cut)) cut = cut.slice(0, -1);
+        if (cut.length === 0 || !hasPath(next, cut)) continue;
+        next = removePath(next, cut);
+        made.push(cut.join('.'));
+      }
       // Nothing of the overrides to cut (the fault is in the defaults and config): beyond repair.
-      if (next === kept) return undefined;
+      if (made.length === 0) return undefined;
       first ||= (error as Error).message;
-      dropped.push(...cuts.map((cut) => cut.join('.')));
+      dropped.push(...made);
       kept = next;
     }
     return undefined;

@@ -258,10 +258,17 @@ describe('files that are not a spool', () => {
     app.close();
     const empty = join(spools.dir, 'empty.db');
     writeFileSync(empty, '');
+    // Another app that uses drizzle-orm: its migrations table has drizzle's default name.
+    const drizzleApp = join(spools.dir, 'drizzle-app.db');
+    const other = new Database(drizzleApp);
+    other.exec(`CREATE TABLE users (id INTEGER PRIMARY KEY); CREATE TABLE "__drizzle_migrations" (id INTEGER PRIMARY KEY, hash text NOT NULL, created_at numeric);
+      INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES ('abc', 1717000000000)`);
+    other.close();
     const commands = [['stats'], ['dead'], ['get', '1'], ['schedules', 'list'], ['settings', 'get'], ['settings', 'update', '{"accepting":false}'], ['send', '--queue', 'q', '1']];
     for (const [file, refusal] of [
       [foreign, /^INVALID_ARGUMENT: There is no spool database at .*app\.db: the file is a database that is not a spool/],
       [empty, /^INVALID_ARGUMENT: There is no spool database at .*empty\.db: the file is empty/],
+      [drizzleApp, /^INVALID_ARGUMENT: There is no spool database at .*drizzle-app\.db: the file is a database that is not a spool/],
     ] as const) {
       const before = fileDigest(file);
       // settings update may make a spool of an empty file, as of a missing one.

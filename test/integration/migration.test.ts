@@ -190,6 +190,19 @@ describe('migrating a database at migration 0002', () => {
 });
 
 describe('what a migration refuses', () => {
+  it("another drizzle-orm app's database (drizzle's migrations table, not Spool's rows): INVALID_OPTIONS, untouched", async () => {
+    const conn = new Database(spools.path);
+    conn.exec(`CREATE TABLE users (id INTEGER PRIMARY KEY); CREATE TABLE "__drizzle_migrations" (id INTEGER PRIMARY KEY, hash text NOT NULL, created_at numeric);
+      INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES ('abc', 1717000000000)`);
+    conn.close();
+    const before = fileDigest(spools.path);
+    const spool = spools.open();
+    // Before, Spool appended its migrations to that app's table and added its own tables.
+    await expect(spool.send('jobs', 1)).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringContaining('another drizzle-orm application') });
+    await spool.close();
+    expect(fileDigest(spools.path)).toBe(before);
+  });
+
   it('a file written by a newer Spool: NEWER_SCHEMA, and the file is left as it was', async () => {
     const first = spools.open();
     await first.send('jobs', 1);

@@ -490,6 +490,19 @@ describe('layers and persistence', () => {
     expect(spool.settings.get().processor.batchSize).toBe(5);
   });
 
+  it('a fault made of a config value and an override cuts that override, not the row', async () => {
+    const first = spools.open({ config: writeConfig({ queueDefaults: { budget: { busyMs: 100, perMs: 1000 } } }) });
+    await first.settings.update({ queueDefaults: { budget: { perMs: 200 } }, queues: { work: { paused: true } } });
+    await first.close();
+    // The config raised busyMs (valid alone): busyMs 500 > the stored perMs 200.
+    const spool = spools.open({ config: writeConfig({ queueDefaults: { budget: { busyMs: 500, perMs: 1000 } } }) });
+    const errors: SpoolEvent[] = [];
+    spool.events$.subscribe((e) => e.type === 'error' && errors.push(e));
+    expect(spool.settings.get().queues.work).toEqual({ paused: true });
+    expect(spool.settings.get().queueDefaults.budget).toEqual({ busyMs: 500, perMs: 1000 });
+    expect(errors).toEqual([expect.objectContaining({ code: 'INVALID_SETTINGS', message: expect.stringContaining('overrides queueDefaults.budget (version') })]);
+  });
+
   it('a hand-edited invalid overrides row is reported as an error event, ignored, and boot succeeds', async () => {
     const config = writeConfig({ executor: { concurrency: 3 } });
     const first = spools.open({ config });

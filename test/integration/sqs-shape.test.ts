@@ -287,6 +287,19 @@ describe('dead-letter queues', () => {
     expect(await spool.get(id)).toMatchObject({ queue: 'src', state: 'pending' });
   });
 
+  it("a standard queue's letters never go to a FIFO dead-letter queue that only a settings change named", async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('f.fifo', { contentDedupe: true });
+    await spool.queues.create('std', { visibilityTimeoutMs: 1000 });
+    // queues.update refuses this pair; settings.update (and the admin API, the CLI) can name it.
+    await spool.settings.update({ queues: { std: { deadLetter: { queue: 'f.fifo', maxReceiveCount: 1 } } } });
+    const id = await killOne(spool, clock, 'std', 'poison');
+    // A FIFO queue's messages all have a group: it stays dead here rather than arrive without one.
+    expect(await spool.get(id)).toMatchObject({ queue: 'std', state: 'dead', lastError: { code: 'MAX_RECEIVES' } });
+    expect(await spool.receive('f.fifo')).toEqual([]);
+  });
+
   it('redrives every letter with a source, however many without one come before it, and leaves those whose source is gone', async () => {
     const clock = createTestClock();
     const spool = spools.open({ clock });
