@@ -71,6 +71,23 @@ function hasPath(doc: JsonObject, path: string[]): boolean {
   return true;
 }
 
+/** Deletes the value at `path` (which `doc` has) from `doc` itself. */
+function deletePath(doc: JsonObject, path: string[]): void {
+  let node = doc;
+  for (const key of path.slice(0, -1)) node = node[key] as JsonObject;
+  delete node[path.at(-1)!];
+}
+
+/** The paths of every `__proto__` key in `doc` (which the layering refuses). */
+function protoPaths(doc: JsonObject, at: string[]): string[][] {
+  const out: string[][] = [];
+  for (const [key, value] of Object.entries(doc)) {
+    if (key === '__proto__') out.push([...at, key]);
+    else if (isObject(value)) out.push(...protoPaths(value, [...at, key]));
+  }
+  return out;
+}
+
 /** What salvage() reads of a zod issue. */
 interface ZodIssueLike {
   code: string;
@@ -146,39 +163,48 @@ export function createSettingsStore(deps: {
    * not cost every other override: a paused queue would run. `unknown` tells whether an unknown
    * key was cut (a write must not delete a newer Spool's setting on its own).
    */
-  function salvage(stored: JsonObject): { kept: JsonObject; dropped: string[]; first: string; unknown: boolean } | undefined {
-    let kept = stored;
-    const dropped: string[] = [];
-    let first = '';
+  function salvage(stored: JsonObject): { kept: JsonObject; dropped: string[]; first: string; unknown: boolean; invalid: string[][] } | undefined {
+    // `__proto__` keys are refused by the layering itself, before zod sees the document.
+    const dropped = protoPaths(stored, []);
+    let kept = dropped.reduce((doc, path) => removePath(doc, path), stored);
+    const cutNames = dropped.map((path) => path.join('.'));
+    // The cuts of invalid values and names, apart from unknown keys (see change()).
+    const invalid: string[][] = [...dropped];
+    let first = dropped.length > 0 ? 'Invalid settings: "__proto__" is not a valid key' : '';
     let unknown = false;
-    for (let i = 0; i < 1000; i++) {
+    // Every issue of one parse is cut in one pass, so the cost does not grow with the square of
+    // the bad entries; a pass can reveal a few more (a refinement runs only on a valid object).
+    for (let pass = 0; pass < 10; pass++) {
       let error: unknown;
       try {
         effective(kept);
-        return { kept, dropped, first, unknown };
+        return { kept, dropped: cutNames, first, unknown, invalid };
       } catch (caught) {
         error = caught;
       }
-      const issue = ((error as SpoolError).cause as { issues?: ZodIssueLike[] } | undefined)?.issues?.[0];
-      if (!issue) return undefined;
-      unknown ||= issue.code === 'unrecognized_keys';
-      const at = issue.path.map(String);
-      const cuts = issue.code === 'unrecognized_keys' && issue.keys ? issue.keys.map((key) => [...at, key]) : [at];
-      let next = kept;
+      const issues = ((error as SpoolError).cause as { issues?: ZodIssueLike[] } | undefined)?.issues ?? [];
+      // One copy per pass, cut in place: a copy per cut costs the square of a thousand bad queues.
+      const next = structuredClone(kept);
       const made: string[] = [];
-      for (let cut of cuts) {
-        // A fault met where the overrides have nothing (a config value beside an override): cut
-        // the nearest part they do have, a queue's entry at most (never every queue).
-        const floor = cut[0] === 'queues' ? 2 : 1;
-        while (cut.length > floor && !hasPath(next, cut)) cut = cut.slice(0, -1);
-        if (cut.length === 0 || !hasPath(next, cut)) continue;
-        next = removePath(next, cut);
-        made.push(cut.join('.'));
+      for (const issue of issues) {
+        const isUnknown = issue.code === 'unrecognized_keys';
+        unknown ||= isUnknown;
+        const at = issue.path.map(String);
+        for (let cut of issue.code === 'unrecognized_keys' && issue.keys ? issue.keys.map((key) => [...at, key]) : [at]) {
+          // A fault met where the overrides have nothing (a config value beside an override):
+          // cut the nearest part they do have, a queue's entry at most (never every queue).
+          const floor = cut[0] === 'queues' ? 2 : 1;
+          while (cut.length > floor && !hasPath(next, cut)) cut = cut.slice(0, -1);
+          if (cut.length === 0 || !hasPath(next, cut)) continue;
+          deletePath(next, cut);
+          made.push(cut.join('.'));
+          if (!isUnknown) invalid.push(cut);
+        }
       }
       // Nothing of the overrides to cut (the fault is in the defaults and config): beyond repair.
       if (made.length === 0) return undefined;
       first ||= (error as Error).message;
-      dropped.push(...made);
+      cutNames.push(...made);
       kept = next;
     }
     return undefined;
@@ -239,21 +265,18 @@ export function createSettingsStore(deps: {
       } catch {
         // An unreadable row is replaced by the new overrides.
       }
-      let nextOverrides = compute(stored);
-      let next: Settings;
-      try {
-        next = effective(nextOverrides);
-      } catch (error) {
-        // Stored entries that no longer validate (see salvage) are dropped by this write rather
-        // than refuse every later change; but a key this version does not know (a newer Spool's
-        // setting) is never deleted on its own: the change must remove it by name. A change that
-        // is itself the fault (the stored row was valid, or the change alone is not) is refused.
-        if (invalidity(stored) === undefined || invalidity(compute({})) !== undefined) throw error;
-        const saved = salvage(nextOverrides);
-        if (!saved || saved.unknown) throw error;
-        nextOverrides = saved.kept;
-        next = effective(nextOverrides);
+      // Stored entries that no longer validate (see salvage) are dropped by this write rather than
+      // refuse every later change; a key this version does not know (a newer Spool's setting) is
+      // never dropped on its own: the change must remove it by name. The change then meets only
+      // valid overrides, and is validated strictly: a change that is invalid, alone or beside
+      // them, is refused and writes nothing.
+      let base = stored;
+      if (invalidity(stored) !== undefined) {
+        const saved = salvage(stored);
+        if (saved) base = saved.invalid.reduce((doc, path) => removePath(doc, path), stored);
       }
+      const nextOverrides = compute(base);
+      const next = effective(nextOverrides);
       const nextVersion = storage.write(JSON.stringify(nextOverrides), clock.now());
       return { next, nextOverrides, nextVersion };
     });

@@ -503,6 +503,46 @@ describe('layers and persistence', () => {
     expect(errors).toEqual([expect.objectContaining({ code: 'INVALID_SETTINGS', message: expect.stringContaining('overrides queueDefaults.budget (version') })]);
   });
 
+  it('a change beside a stored leftover is validated strictly: refused, or applied whole, never half', async () => {
+    const config = writeConfig({ queueDefaults: { budget: { busyMs: 10, perMs: 100 } } });
+    const first = spools.open({ config });
+    await first.settings.update({ processor: { batchSize: 7 } });
+    await first.close();
+    const row = { queueDefaults: { budget: { busyMs: 50 } }, queues: { '.': { paused: true } } };
+    const other = new Database(spools.path);
+    other.prepare('UPDATE settings_overrides SET overrides = ?, version = version + 1 WHERE id = 1').run(JSON.stringify(row));
+    other.close();
+    const spool = spools.open({ config });
+    // perMs 20 under the stored busyMs 50 is invalid: refused, as it is without the leftover.
+    // Before, the write dropped the valid busyMs 50 and reported success.
+    expect((await rejection(spool.settings.update({ queueDefaults: { budget: { perMs: 20 } } }))).code).toBe('INVALID_SETTINGS');
+    expect(JSON.parse(overridesRow(spools.path)!.overrides)).toEqual(row);
+    // A valid change lands whole, and the leftover goes with it.
+    await spool.settings.update({ queueDefaults: { budget: { perMs: 60 } } });
+    expect(JSON.parse(overridesRow(spools.path)!.overrides)).toEqual({ queueDefaults: { budget: { busyMs: 50, perMs: 60 } } });
+  });
+
+  it('a thousand bad entries, or a "__proto__" key, cost only themselves', async () => {
+    const first = spools.open();
+    await first.settings.update({ processor: { batchSize: 7 } });
+    await first.close();
+    const bad = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`q${i}`, { maxAttempts: 0 }]));
+    for (const row of [
+      { queues: { keep: { paused: true }, ...bad }, accepting: false },
+      JSON.parse('{"__proto__":{"x":1},"queues":{"keep":{"paused":true}},"accepting":false}'),
+    ]) {
+      const other = new Database(spools.path);
+      other.prepare('UPDATE settings_overrides SET overrides = ?, version = version + 1 WHERE id = 1').run(JSON.stringify(row));
+      other.close();
+      const spool = spools.open();
+      expect(spool.settings.get().queues.keep).toEqual({ paused: true });
+      expect(spool.settings.get().accepting).toBe(false);
+      await spool.settings.update({ executor: { concurrency: 5 } });
+      expect(JSON.parse(overridesRow(spools.path)!.overrides)).toEqual({ queues: { keep: { paused: true } }, accepting: false, executor: { concurrency: 5 } });
+      await spool.close();
+    }
+  });
+
   it('a hand-edited invalid overrides row is reported as an error event, ignored, and boot succeeds', async () => {
     const config = writeConfig({ executor: { concurrency: 3 } });
     const first = spools.open({ config });
