@@ -74,11 +74,12 @@ export function createQueueDirectory(registry: () => QueuesRepository, settings:
       // make it a push queue, out of reach of receive and redrive. The letter stays dead here,
       // where dead(), requeue and the dashboard reach it. Read fresh: another process may have
       // deleted it, and a message dies rarely.
+      const source = row(queue);
       const target = registry().get(dl.queue);
-      if (row(queue)?.kind === 'sqs' && target?.kind !== 'sqs') return null;
+      if (source?.kind === 'sqs' && target?.kind !== 'sqs') return null;
       // A FIFO queue's messages all have a group: a standard queue's letters cannot go there
       // (queues.create and update refuse the pair; a settings change could name it).
-      if (target?.fifo && !row(queue)?.fifo) return null;
+      if (target?.fifo && !source?.fifo) return null;
       return dl.queue;
     },
   };

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { Clock } from '../clock.js';
 import type { RemovedRow } from '../db/removal.js';
+import type { QueueRow } from '../db/queues-repository.js';
 import type { MessageRow } from '../db/repository.js';
 import { SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
@@ -300,11 +301,12 @@ export function createQueues(deps: {
         const touched = new Set<string>();
         // Where a row may go, read fresh: its source may have been deleted since it died, and a
         // move into a queue no one has would make it a push queue that nothing receives from.
-        const targets = new Map<string, boolean>();
+        const targets = new Map<string, QueueRow | undefined>();
         const accepts = (to: string, row: MessageRow) => {
-          if (!targets.has(to)) targets.set(to, queues.get(to) !== undefined);
+          if (!targets.has(to)) targets.set(to, queues.get(to));
+          const target = targets.get(to);
           // A FIFO queue's messages all have a group.
-          return targets.get(to)! && (row.grp !== null || !queues.get(to)!.fifo);
+          return target !== undefined && (row.grp !== null || !target.fifo);
         };
         const batch = storage.transaction(() => {
           const rows = repo.listByState('pending', dlq, REDRIVE_BATCH, after, options.destination === undefined);
