@@ -18,6 +18,7 @@ import type { EventBus } from '../events.js';
 import type { Clock } from '../clock.js';
 import type { Durability } from '../db/client.js';
 import { isBusy, isFull, runSavepoint, runTransaction } from '../db/transaction.js';
+import type { CommitGuard } from './write-lock.js';
 
 /** One unit of work inside a group transaction. */
 export interface Op<T = unknown> {
@@ -104,6 +105,8 @@ export interface Committer {
    * that a checkpoint in the maintenance worker can finish and the WAL restart (maintenance.ts).
    */
   hold(): () => void;
+  /** Taken around each group commit's transaction (the write lock shared with the maintenance worker). */
+  guard(guard: CommitGuard | undefined): void;
   /** Cancels timers; queued sends are rejected with CLOSED. */
   close(): void;
 }
@@ -135,6 +138,14 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
   let idleWaiters: (() => void)[] = [];
   let commitListener: (() => void) | undefined;
   let held = false;
+  let guardNow: CommitGuard | undefined;
+  /** The guard this flush entered, left when its transaction ends. */
+  let entered: CommitGuard | undefined;
+  const leaveGuard = () => {
+    const g = entered;
+    entered = undefined;
+    g?.leave();
+  };
   /** True while a flush (and the callbacks of its commit) runs. */
   let flushing = false;
   const telemetry: CommitTelemetry = { count: 0, sumMs: 0, buckets: COMMIT_BUCKETS_MS.map(() => 0), storageBusy: 0 };
@@ -180,11 +191,15 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     // pass's "all copied" would then not let the next commit restart the WAL. The release
     // schedules it again.
     if (closed || held) return;
+    // A guard that says no took a hold, whose release schedules this flush again.
+    if (guardNow && !guardNow.enter()) return;
+    entered = guardNow;
     flushing = true;
     try {
       flushNow();
     } finally {
       flushing = false;
+      leaveGuard();
     }
   }
 
@@ -233,10 +248,12 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
         return out;
       });
     } catch (error) {
+      leaveGuard();
       if (relaxed) syncSwitch.restore();
       handleFailure(ops, error, runHook);
       return settleIdle();
     }
+    leaveGuard();
     if (relaxed) syncSwitch.restore();
     if (!verify()) {
       // Committed into a file that is no longer at its path: as good as never stored.
@@ -438,6 +455,9 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
     },
     onCommitted(listener) {
       commitListener = listener;
+    },
+    guard(g) {
+      guardNow = g;
     },
     hold() {
       held = true;

@@ -24,16 +24,18 @@ import type { SettingsRuntime } from '../settings/store.js';
 import { toStorageError } from './committer.js';
 import type { FromWorker, MaintenanceWorkerData, ToWorker } from './maintenance-worker.js';
 import { runSweep, type SweepPlan, type SweepResult } from './sweep.js';
+import { newWriteLockBuffer, ownerWriteLock, type CommitGuard } from './write-lock.js';
 
 /** Commits after which a started spool hands its checkpoints to the worker. */
 export const CHECKPOINT_AFTER_COMMITS = 200;
 /**
- * WAL frames (pages) past which commits are held for one short checkpoint pass, so the WAL
- * restarts: 4,000 pages is 16 MiB, four times SQLite's own automatic checkpoint.
+ * WAL frames (pages) past which the worker drains the WAL (holds the write lock for a short
+ * checkpoint pass), so that it restarts: 4,000 pages is 16 MiB, four times SQLite's own automatic
+ * checkpoint.
  */
 export const WAL_DRAIN_FRAMES = 4000;
-/** The longest commits are held for a drain; past it they go on, and the drain tries later. */
-export const DRAIN_HOLD_MAX_MS = 250;
+/** The longest the owner's commits wait for the worker's write lock; past it they go on, to SQLite's own lock. */
+export const WRITE_LOCK_WAIT_MAX_MS = 250;
 /**
  * How long the owner goes without checkpoints of its own while the worker loads: past it, its
  * automatic checkpoint comes back until the worker is ready, so a worker that loads slowly (or
@@ -61,6 +63,7 @@ export interface Maintenance {
 /** What maintenance needs from the owner's committer. */
 export interface CommitGate {
   hold(): () => void;
+  guard(guard: CommitGuard | undefined): void;
 }
 
 /** Node flags that load code into every thread before its entry. */
@@ -149,8 +152,9 @@ export function createMaintenance(deps: {
   let worker: Worker | undefined;
   let ready: Promise<boolean> | undefined;
   let nextId = 1;
-  let releaseHold: (() => void) | undefined;
-  let holdTimer: NodeJS.Timeout | undefined;
+  /** The write lock shared with the worker, and the owner's side of it (the committer's guard) once the worker is up. */
+  const writeLock = newWriteLockBuffer();
+  let ownerLock: ReturnType<typeof ownerWriteLock> | undefined;
   let loadGuard: TimerHandle | undefined;
   let lostSaid = false;
   /** Sweeps waiting on the worker (see holdOpen). */
@@ -168,7 +172,13 @@ export function createMaintenance(deps: {
   function ensureWorker(): Promise<boolean> {
     ready ??= new Promise<boolean>((resolve) => {
       try {
-        const data: MaintenanceWorkerData = { path: db.path, durability: db.durability, identity: db.identity };
+        const data: MaintenanceWorkerData = {
+          path: db.path,
+          durability: db.durability,
+          identity: db.identity,
+          drainFrames: deps.gate ? WAL_DRAIN_FRAMES : 0,
+          writeLock,
+        };
         const w = startWorker(workerEntry(), data);
         worker = w;
         // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100
@@ -189,7 +199,7 @@ export function createMaintenance(deps: {
         w.on('exit', () => {
           worker = undefined;
           endLoadGuard();
-          endDrain();
+          releaseLock();
           // Back to SQLite's own checkpoints, and fail what the worker was doing.
           if (db.sqlite.open) db.sqlite.pragma(`wal_autocheckpoint = ${OWNER_AUTOCHECKPOINT_PAGES}`);
           for (const [id, p] of waiting) {
@@ -217,10 +227,13 @@ export function createMaintenance(deps: {
         // again once the load outlasted WORKER_LOAD_GRACE_MS).
         endLoadGuard();
         autoCheckpoint(0);
+        if (deps.gate && !closed) {
+          const gate = deps.gate;
+          ownerLock = ownerWriteLock(writeLock, () => gate.hold(), WRITE_LOCK_WAIT_MAX_MS);
+          gate.guard(ownerLock);
+        }
         ready(true);
         return;
-      case 'wal':
-        return onWal(message.frames, message.copied);
       case 'removed':
         deps.removed?.(message.rows as RemovedRow[], message.reason);
         return;
@@ -237,29 +250,11 @@ export function createMaintenance(deps: {
     }
   }
 
-  /**
-   * After each checkpoint pass. A WAL past WAL_DRAIN_FRAMES holds commits and asks for one more
-   * pass; the first pass that copies every frame releases them, and the next commit restarts the
-   * WAL. Only the owner's own commits wait (a few ms); its event loop never does.
-   */
-  function onWal(frames: number, copied: number) {
-    if (releaseHold) {
-      if (copied >= frames) endDrain();
-      else worker?.postMessage({ t: 'drain' } satisfies ToWorker);
-      return;
-    }
-    if (frames < WAL_DRAIN_FRAMES || !deps.gate || closed) return;
-    releaseHold = deps.gate.hold();
-    holdTimer = setTimeout(endDrain, DRAIN_HOLD_MAX_MS);
-    worker?.postMessage({ t: 'drain' } satisfies ToWorker);
-  }
-
-  function endDrain() {
-    clearTimeout(holdTimer);
-    holdTimer = undefined;
-    const release = releaseHold;
-    releaseHold = undefined;
-    release?.();
+  /** The worker is gone or going: the committer goes back to SQLite's lock alone, and a commit waiting on the worker goes on. */
+  function releaseLock() {
+    deps.gate?.guard(undefined);
+    ownerLock?.dispose();
+    ownerLock = undefined;
   }
 
   function plan(): SweepPlan {
@@ -383,7 +378,7 @@ export function createMaintenance(deps: {
     async close() {
       this.stop();
       closed = true;
-      endDrain();
+      releaseLock();
       const w = worker;
       if (w) {
         const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));

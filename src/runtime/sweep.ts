@@ -57,15 +57,21 @@ export async function runSweep(
     removed(rows: RemovedRow[], reason: 'swept' | 'expired'): void;
     /** True where no other thread checkpoints (the in-thread fallback): checkpoint each batch then. */
     checkpointSteps: boolean;
+    /** Runs a step with the owner's commits held (the worker's); in-thread, steps run as they are. */
+    exclusive?: <T>(step: () => T) => T;
+    /** Resolves true at a moment the owner is not committing, false if none came soon (the worker's; in-thread, always now). */
+    quiet?: () => Promise<boolean>;
   },
 ): Promise<SweepResult> {
   let longest = 0;
   let last = 0;
-  const timed = async <T>(step: () => T): Promise<T> => {
+  // A step that writes holds the owner's write lock (io.exclusive); a PASSIVE checkpoint takes
+  // no lock, so it runs beside the owner's commits.
+  const timed = async <T>(step: () => T, writes = true): Promise<T> => {
     for (let tries = 1; ; tries++) {
       const started = performance.now();
       try {
-        return step();
+        return io.exclusive && writes ? io.exclusive(step) : step();
       } catch (error) {
         if (!isBusy(error) || tries >= SWEEP_BUSY_TRIES) throw error;
       } finally {
@@ -87,7 +93,7 @@ export async function runSweep(
       if (!io.checkpointSteps) continue;
       // Checkpoint each batch's few pages as a step of its own, so that no later checkpoint
       // has ~1000 pages to copy at once inside a commit.
-      await timed(() => repo.checkpointPassive());
+      await timed(() => repo.checkpointPassive(), false);
       await io.pause(last);
     }
   }
@@ -127,14 +133,15 @@ export async function runSweep(
     freedPages += step;
     await io.pause(last);
     if (!io.checkpointSteps) continue;
-    await timed(() => repo.checkpointPassive());
+    await timed(() => repo.checkpointPassive(), false);
     await io.pause(last);
   }
   if (freedPages > 0 || deleted > 0 || historyDeleted > 0) {
-    // Copy first (no lock needed), so that the truncation, which waits for writers, is brief.
-    await timed(() => repo.checkpointPassive());
-    await io.pause(last);
-    await timed(() => repo.checkpointTruncate());
+    // Copy first (no lock needed), so that the truncation, which excludes writers, is brief.
+    // Without a quiet moment it is left out: the WAL then stays within journal_size_limit, to
+    // which each restart of it trims the file.
+    await timed(() => repo.checkpointPassive(), false);
+    if (!io.quiet || (await io.quiet())) await timed(() => repo.checkpointTruncate());
   }
   return { deleted, freedPages, longestBatchMs: Math.round(longest * 100) / 100 };
 }

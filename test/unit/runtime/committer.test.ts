@@ -270,6 +270,44 @@ describe('committer', () => {
     expect(names(reader)).toEqual(['early', 'late']);
   });
 
+  it('takes its guard around the transaction only, and waits for the hold a refusing guard took', async () => {
+    const log: string[] = [];
+    let refuse = true;
+    let release: (() => void) | undefined;
+    committer.guard({
+      enter() {
+        log.push(`enter ${refuse ? 'refused' : 'ok'}`);
+        if (!refuse) return true;
+        release = committer.hold();
+        return false;
+      },
+      leave: () => log.push(`leave, in a transaction: ${handle.sqlite.inTransaction}`),
+    });
+    const a = op('send', () => insertQueue('a'), () => log.push('committed a'));
+    committer.enqueue(a.item);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(names(reader)).toEqual([]);
+    refuse = false;
+    release!();
+    await a.settled;
+    committer.guard(undefined);
+    // The lock is let go before the commit's callbacks run (a handler's start can be long).
+    expect(log).toEqual(['enter refused', 'enter ok', 'leave, in a transaction: false', 'committed a']);
+    expect(names(reader)).toEqual(['a']);
+  });
+
+  it('leaves its guard when the transaction fails too', async () => {
+    const log: string[] = [];
+    committer.guard({ enter: () => (log.push('enter'), true), leave: () => log.push('leave') });
+    const bad = op('send', () => {
+      throw new Error('boom');
+    });
+    committer.enqueue(bad.item);
+    await expect(bad.settled).rejects.toThrow('boom');
+    committer.guard(undefined);
+    expect(log.slice(0, 2)).toEqual(['enter', 'leave']);
+  });
+
   it('waits in drain() for ops that committed callbacks enqueue', async () => {
     const landed: string[] = [];
     committer.enqueue(
