@@ -45,6 +45,8 @@ interface QueueShape {
   /** The send's attributes, encoded once for every row, or null. */
   attributes: string | null;
   attributeBytes: number;
+  /** Rows are deduplicated by content: the FIFO queue's attribute, or the queue's dedupe policy. */
+  contentDedupe: boolean;
 }
 
 /** What the producer needs. */
@@ -78,7 +80,7 @@ export function createProducer(deps: ProducerDeps) {
     return lastInitial.context;
   }
 
-  function prepareRow(queue: string, payload: unknown, o: SendOptions, s: Settings, now: number, shape: QueueShape): PreparedRow {
+  function prepareRow(queue: string, payload: unknown, o: SendOptions, now: number, shape: QueueShape): PreparedRow {
     let json: string;
     if (shape.sqs || shape.attrs.maxPayloadBytes !== null) {
       // SQS counts the body as sent (a string's UTF-8 bytes) plus the attributes, against the
@@ -89,7 +91,7 @@ export function createProducer(deps: ProducerDeps) {
       json = serializePayload(payload, opts.maxPayloadBytes);
     }
     const visibleAt = o.runAt !== undefined ? Math.max(now, +o.runAt) : now + (o.delayMs ?? shape.attrs.delayMs);
-    const contentDedupe = shape.fifo ? shape.attrs.contentDedupe : policyFor(s, queue).dedupe === 'content';
+    const { contentDedupe } = shape;
     const dedupeKey = o.key !== undefined ? `key:${o.key}` : contentDedupe ? contentKey(json) : null;
     return {
       queue,
@@ -109,8 +111,8 @@ export function createProducer(deps: ProducerDeps) {
     };
   }
 
-  /** What the queue's kind and attributes mean for a send; checks the options against them. */
-  function shapeOf(queue: string, o: SendOptions): QueueShape {
+  /** What the queue's kind, attributes and policy mean for a send; checks the options against them. */
+  function shapeOf(queue: string, o: SendOptions, s: Settings): QueueShape {
     const row = directory.row(queue);
     const sqs = row?.kind === 'sqs';
     if (o.mustExist && !sqs) throw new SpoolError('QUEUE_NOT_FOUND', `Queue "${queue}" does not exist (queues.create never made it)`, { details: { queue } });
@@ -135,7 +137,15 @@ export function createProducer(deps: ProducerDeps) {
       if (o.key !== undefined) checkFifoId(o.key, 'key');
     }
     const checked = o.attributes === undefined ? undefined : checkAttributes(o.attributes);
-    return { sqs, fifo, attrs, attributes: checked && Object.keys(checked.attributes).length ? encodeAttributes(checked.attributes) : null, attributeBytes: checked?.bytes ?? 0 };
+    return {
+      sqs,
+      fifo,
+      attrs,
+      attributes: checked && Object.keys(checked.attributes).length ? encodeAttributes(checked.attributes) : null,
+      attributeBytes: checked?.bytes ?? 0,
+      // Once per send, not per row: policyFor builds a new object for a queue with settings of its own.
+      contentDedupe: fifo ? attrs.contentDedupe : policyFor(s, queue).dedupe === 'content',
+    };
   }
 
   function admit(queue: string, s: Settings) {
@@ -147,7 +157,7 @@ export function createProducer(deps: ProducerDeps) {
 
   /** Every payload as a row; a hole or an invalid item refuses the whole batch, naming the item. */
   function prepareRows(queue: string, payloads: unknown[], o: SendOptions, s: Settings, now: number): PreparedRow[] {
-    const shape = shapeOf(queue, o);
+    const shape = shapeOf(queue, o, s);
     const rows: PreparedRow[] = [];
     // A plain loop, not map(): map() skips the holes of a sparse array, which would store fewer
     // rows than the caller sent and resolve null ids for the holes.
@@ -156,7 +166,7 @@ export function createProducer(deps: ProducerDeps) {
         if (!(i in payloads)) {
           throw new SpoolError('INVALID_PAYLOAD', 'Payload is a hole in a sparse array, not a JSON value', { details: { path: '$', reason: 'json' } });
         }
-        rows.push(prepareRow(queue, payloads[i], o, s, now, shape));
+        rows.push(prepareRow(queue, payloads[i], o, now, shape));
       } catch (error) {
         if (error instanceof SpoolError && payloads.length > 1 && error.code === 'INVALID_PAYLOAD') {
           throw new SpoolError('INVALID_PAYLOAD', `Item ${i}: ${error.message}`, { cause: error, details: { ...error.details, index: i } });

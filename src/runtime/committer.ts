@@ -248,9 +248,10 @@ export function createCommitter(sqlite: Database.Database, events: EventBus, clo
         return out;
       });
     } catch (error) {
-      leaveGuard();
       if (relaxed) syncSwitch.restore();
+      // Under the guard still: handleFailure's item-by-item pass is a transaction too.
       handleFailure(ops, error, runHook);
+      leaveGuard();
       return settleIdle();
     }
     leaveGuard();

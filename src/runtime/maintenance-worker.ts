@@ -87,6 +87,13 @@ if (port) {
   db.sqlite.pragma('wal_autocheckpoint = 0');
   const repo = createRemoval(db.sqlite, attachCounters(db.sqlite));
   let stopping = false;
+  /**
+   * The WAL size that starts a drain: drainFrames, or after a drain that could not finish (a
+   * reader pinned the WAL), another drainFrames past where it stood, so a pinned WAL does not
+   * hold the owner's commits at every pass.
+   */
+  let drainAt = drainFrames;
+  let lastFrames = 0;
   let checkpointTimer: NodeJS.Timeout | undefined;
   let reported = false;
   const post = (message: FromWorker) => port.postMessage(message);
@@ -97,7 +104,10 @@ if (port) {
     if (stopping) return;
     try {
       const { frames } = repo.checkpointPassive();
-      if (drainFrames > 0 && frames >= drainFrames) drain();
+      // A WAL that restarted since (it is shorter) is drained again at the usual size.
+      if (frames < lastFrames) drainAt = drainFrames;
+      lastFrames = frames;
+      if (drainFrames > 0 && frames >= drainAt) drainAt = drain() ? drainFrames : frames + drainFrames;
       reported = false;
     } catch (error) {
       // Reported once per episode; the next tick tries again.
@@ -108,11 +118,11 @@ if (port) {
   };
 
   /**
-   * Checkpoints, then, holding the write lock, checkpoints until a pass copies every frame, or for
-   * DRAIN_HOLD_MAX_MS. Only another process's commit can land meanwhile: the loop then naps a
-   * millisecond and passes again.
+   * Checkpoints, then, holding the write lock, checkpoints until a pass copies every frame; true if
+   * one did. Only another process's commit can land meanwhile: the loop then naps a millisecond
+   * and passes again, while passes make progress, for DRAIN_HOLD_MAX_MS at most.
    */
-  const drain = () => {
+  const drain = (): boolean => {
     // Unheld passes first, while each is slower than QUICK_PASS_MS: each copies what landed during
     // the one before, so the held pass below has only a short tail to copy and sync.
     for (let i = 0; i < UNHELD_PASSES; i++) {
@@ -120,11 +130,16 @@ if (port) {
       repo.checkpointPassive();
       if (performance.now() - started < QUICK_PASS_MS) break;
     }
-    holding(() => {
+    return holding(() => {
       const started = performance.now();
+      let before = -1;
       for (;;) {
         const { frames, copied } = repo.checkpointPassive();
-        if (copied >= frames || performance.now() - started > DRAIN_HOLD_MAX_MS) return;
+        if (copied >= frames) return true;
+        // No progress: a reader's snapshot (another process) pins the frames it still needs, and
+        // holding commits cannot change that.
+        if (copied <= before || performance.now() - started > DRAIN_HOLD_MAX_MS) return false;
+        before = copied;
         Atomics.wait(nap, 0, 0, 1);
       }
     });

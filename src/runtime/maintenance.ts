@@ -181,6 +181,12 @@ export function createMaintenance(deps: {
         };
         const w = startWorker(workerEntry(), data);
         worker = w;
+        // The owner's side goes on before the worker can hold the lock (its first pass may drain).
+        if (deps.gate && !closed) {
+          const gate = deps.gate;
+          ownerLock = ownerWriteLock(writeLock, () => gate.hold(), WRITE_LOCK_WAIT_MAX_MS);
+          gate.guard(ownerLock);
+        }
         // Checkpoints stop in the owner's commits now, not at 'ready': the worker takes about 100
         // ms to load here (more on a busy machine), and in that window SQLite's automatic
         // checkpoint (1,000 pages) stalled the commit that ran it for 15-25 ms. The WAL grows
@@ -227,11 +233,6 @@ export function createMaintenance(deps: {
         // again once the load outlasted WORKER_LOAD_GRACE_MS).
         endLoadGuard();
         autoCheckpoint(0);
-        if (deps.gate && !closed) {
-          const gate = deps.gate;
-          ownerLock = ownerWriteLock(writeLock, () => gate.hold(), WRITE_LOCK_WAIT_MAX_MS);
-          gate.guard(ownerLock);
-        }
         ready(true);
         return;
       case 'removed':

@@ -43,9 +43,11 @@ export interface CommitGuard {
 /** The owner's side: a CommitGuard over `hold` (the committer's), and dispose() for when the worker is gone. */
 export function ownerWriteLock(buffer: SharedArrayBuffer, hold: () => () => void, maxWaitMs: number): CommitGuard & { dispose(): void } {
   const slots = new Int32Array(buffer);
+  /** enter() let the current commit through; with the lock (mine) or past a stuck worker. */
+  let inside = false;
   let mine = false;
   let release: (() => void) | undefined;
-  /** A worker hold that outlasted maxWaitMs (a stuck worker): commits go on without the lock until it ends. */
+  /** The episode of a worker hold that outlasted maxWaitMs (a stuck worker): commits go on without the lock until it ends. */
   let overdue = -1;
 
   const end = () => {
@@ -58,11 +60,14 @@ export function ownerWriteLock(buffer: SharedArrayBuffer, hold: () => () => void
     enter() {
       if (release) return false;
       for (;;) {
-        const episode = Atomics.load(slots, EPISODE);
-        if (episode === overdue) return true;
+        if (Atomics.load(slots, EPISODE) === overdue) {
+          inside = true;
+          return true;
+        }
         let waited: ReturnType<WaitAsync>;
         if (Atomics.load(slots, WANT) === 0) {
           if (Atomics.compareExchange(slots, LOCK, FREE, OWNER) === FREE) {
+            inside = true;
             mine = true;
             return true;
           }
@@ -76,26 +81,32 @@ export function ownerWriteLock(buffer: SharedArrayBuffer, hold: () => () => void
         release = taken;
         // A pending waitAsync keeps no process alive: the timer does (a script's last send must
         // still commit), and ends the wait of a stuck worker.
+        // The episode is read when the wait ends: one that began on WANT has its number only once
+        // the worker holds the lock.
         const timer = setTimeout(() => {
-          overdue = episode;
+          overdue = Atomics.load(slots, EPISODE);
           if (release === taken) end();
         }, maxWaitMs + 1);
         void waited.value.then((outcome) => {
           clearTimeout(timer);
-          if (outcome === 'timed-out') overdue = episode;
+          if (outcome === 'timed-out') overdue = Atomics.load(slots, EPISODE);
           if (release === taken) end();
         });
         return false;
       }
     },
     leave() {
+      if (!inside) return;
+      inside = false;
+      // Counted either way: a commit past a stuck worker is still one the worker's quiet() must see.
+      Atomics.add(slots, COMMITS, 1);
       if (!mine) return;
       mine = false;
       Atomics.store(slots, LOCK, FREE);
-      Atomics.add(slots, COMMITS, 1);
       if (Atomics.load(slots, WANT) !== 0) Atomics.notify(slots, LOCK);
     },
     dispose() {
+      inside = false;
       mine = false;
       Atomics.store(slots, WANT, 0);
       Atomics.store(slots, LOCK, FREE);
@@ -110,7 +121,7 @@ export function ownerWriteLock(buffer: SharedArrayBuffer, hold: () => () => void
 export interface WorkerWriteLock {
   /** Runs `work` holding the lock, waiting (blocking this thread) for the owner's commit in progress to end. */
   holding<T>(work: () => T): T;
-  /** How many commits the owner has made under the lock (it wraps; compare, never subtract). */
+  /** How many commits the owner has made (it wraps; compare, never subtract). */
   ownerCommits(): number;
 }
 

@@ -296,6 +296,33 @@ describe('committer', () => {
     expect(names(reader)).toEqual(['a']);
   });
 
+  it('keeps its guard through the item-by-item pass after a failed group, and leaves it after', async () => {
+    let inside = false;
+    const seen: boolean[] = [];
+    committer.guard({
+      enter: () => (inside = true),
+      leave: () => {
+        inside = false;
+      },
+    });
+    const bad = op('send', () => {
+      throw new Error('bad item');
+    });
+    // The bad item sinks the group before this runs; it runs only in the item-by-item pass.
+    const good = op('send', () => {
+      seen.push(inside);
+      insertQueue('good');
+    });
+    committer.enqueue(bad.item);
+    committer.enqueue(good.item);
+    await expect(bad.settled).rejects.toThrow('bad item');
+    await good.settled;
+    committer.guard(undefined);
+    expect(seen).toEqual([true]);
+    expect(inside).toBe(false);
+    expect(names(reader)).toEqual(['good']);
+  });
+
   it('leaves its guard when the transaction fails too', async () => {
     const log: string[] = [];
     committer.guard({ enter: () => (log.push('enter'), true), leave: () => log.push('leave') });

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { newWriteLockBuffer, ownerWriteLock, workerWriteLock } from '../../../src/runtime/write-lock.js';
@@ -70,10 +72,11 @@ describe('write lock', () => {
     expect(owner.enter()).toBe(false);
     await new Promise((resolve) => setTimeout(resolve, 40));
     expect(h.log).toEqual(['hold', 'release']);
-    // The same step still holds it: the owner commits without it (SQLite's own lock decides).
+    // The same step still holds it: the owner commits without it (SQLite's own lock decides),
+    // and the commit still counts, so the worker's quiet() cannot mistake this for a quiet moment.
     expect(owner.enter()).toBe(true);
     owner.leave();
-    expect(worker.ownerCommits()).toBe(0);
+    expect(worker.ownerCommits()).toBe(1);
     expect(Atomics.load(slots, 0)).toBe(2);
     // The worker's next step is waited for again.
     Atomics.store(slots, 0, 0);
@@ -82,7 +85,25 @@ describe('write lock', () => {
     expect(h.log).toEqual(['hold', 'release', 'hold', 'release']);
     expect(owner.enter()).toBe(true);
     owner.leave();
-    expect(worker.ownerCommits()).toBe(1);
+    expect(worker.ownerCommits()).toBe(2);
+  });
+
+  it('counts a wait that began on WANT against the episode the worker then holds', async () => {
+    const buffer = newWriteLockBuffer();
+    const h = holds();
+    const owner = ownerWriteLock(buffer, h.hold, 10);
+    const slots = new Int32Array(buffer);
+    // The worker wants the lock (WANT = 1) and is then stuck holding it as episode 1.
+    Atomics.store(slots, 2, 1);
+    expect(owner.enter()).toBe(false);
+    Atomics.store(slots, 0, 2);
+    Atomics.store(slots, 1, 1);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(h.log).toEqual(['hold', 'release']);
+    // Past the limit for this episode: no second wait of maxWaitMs for the same stuck step.
+    expect(owner.enter()).toBe(true);
+    owner.leave();
+    expect(h.log).toEqual(['hold', 'release']);
   });
 
   it('releases a waiting commit at dispose (the worker is gone)', async () => {
@@ -92,18 +113,25 @@ describe('write lock', () => {
     // A worker that takes the lock and never lets go.
     const slots = new Int32Array(buffer);
     Atomics.store(slots, 0, 2);
-    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-    const before = timers();
     expect(owner.enter()).toBe(false);
-    // A pending Atomics.waitAsync keeps no process alive; this timer does, so a script whose last
-    // send waits here still commits it before the process exits.
-    expect(timers()).toBe(before + 1);
     owner.dispose();
     await turn();
     expect(h.log).toEqual(['hold', 'release']);
-    expect(timers()).toBe(before);
     expect(owner.enter()).toBe(true);
     owner.leave();
+  });
+
+  it('keeps the process alive while a commit waits: a script whose last send waits still commits it', () => {
+    // A pending Atomics.waitAsync keeps no process alive; the owner's timer does. The child has
+    // nothing else to wait for: without the timer it would exit before the release.
+    const module = pathToFileURL(fileURLToPath(new URL('../../../src/runtime/write-lock.ts', import.meta.url))).href;
+    const script = `import { newWriteLockBuffer, ownerWriteLock } from ${JSON.stringify(module)};
+      const buffer = newWriteLockBuffer();
+      new Int32Array(buffer)[0] = 2; // a worker holds the lock and never lets go
+      const owner = ownerWriteLock(buffer, () => { console.log('held'); return () => console.log('released'); }, 50);
+      console.log('entered', owner.enter());`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(out.trim().split('\n')).toEqual(['held', 'entered false', 'released']);
   });
 
   it('makes the owner let a waiting worker in before its next commit, across real threads', async () => {
