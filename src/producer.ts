@@ -37,6 +37,13 @@ function contentDedupeId(payload: unknown, json: string): string {
 /** A row to insert, with what FIFO deduplication needs. */
 type PreparedRow = NewMessage & { windowKey: string | null; windowMs: number };
 
+/** The rows of one send: the first, every payload's JSON, and each row unless all share the first's all but payload (null). */
+interface PreparedBatch {
+  first: PreparedRow;
+  payloads: string[];
+  rows: PreparedRow[] | null;
+}
+
 /** What a queue's kind and attributes mean for the rows of one send. */
 interface QueueShape {
   sqs: boolean;
@@ -80,16 +87,18 @@ export function createProducer(deps: ProducerDeps) {
     return lastInitial.context;
   }
 
+  /** A payload's JSON, checked against the spool's or the queue's size limit. */
+  function payloadJson(queue: string, payload: unknown, shape: QueueShape): string {
+    if (!shape.sqs && shape.attrs.maxPayloadBytes === null) return serializePayload(payload, opts.maxPayloadBytes);
+    // SQS counts the body as sent (a string's UTF-8 bytes) plus the attributes, against the
+    // queue's own limit, which replaces the spool-wide one.
+    const json = serializePayload(payload, Number.MAX_SAFE_INTEGER);
+    checkQueueBody(queue, payload, json, { sqs: shape.sqs, limit: shape.attrs.maxPayloadBytes ?? opts.maxPayloadBytes, attributeBytes: shape.attributeBytes });
+    return json;
+  }
+
   function prepareRow(queue: string, payload: unknown, o: SendOptions, now: number, shape: QueueShape): PreparedRow {
-    let json: string;
-    if (shape.sqs || shape.attrs.maxPayloadBytes !== null) {
-      // SQS counts the body as sent (a string's UTF-8 bytes) plus the attributes, against the
-      // queue's own limit, which replaces the spool-wide one.
-      json = serializePayload(payload, Number.MAX_SAFE_INTEGER);
-      checkQueueBody(queue, payload, json, { sqs: shape.sqs, limit: shape.attrs.maxPayloadBytes ?? opts.maxPayloadBytes, attributeBytes: shape.attributeBytes });
-    } else {
-      json = serializePayload(payload, opts.maxPayloadBytes);
-    }
+    const json = payloadJson(queue, payload, shape);
     const visibleAt = o.runAt !== undefined ? Math.max(now, +o.runAt) : now + (o.delayMs ?? shape.attrs.delayMs);
     const { contentDedupe } = shape;
     const dedupeKey = o.key !== undefined ? `key:${o.key}` : contentDedupe ? contentKey(json) : null;
@@ -155,10 +164,17 @@ export function createProducer(deps: ProducerDeps) {
     }
   }
 
-  /** Every payload as a row; a hole or an invalid item refuses the whole batch, naming the item. */
-  function prepareRows(queue: string, payloads: unknown[], o: SendOptions, s: Settings, now: number): PreparedRow[] {
+  /**
+   * Every payload of a send, checked; a hole or an invalid item refuses the whole batch, naming the
+   * item. Rows that can differ only in payload (no key, no group, no content deduplication, not
+   * FIFO) are one `first` row and the payloads' JSON, without a row object each (`rows` null).
+   */
+  function prepareRows(queue: string, payloads: unknown[], o: SendOptions, s: Settings, now: number): PreparedBatch | null {
     const shape = shapeOf(queue, o, s);
+    if (payloads.length === 0) return null;
+    const uniform = o.key === undefined && o.group === undefined && !shape.fifo && !shape.contentDedupe;
     const rows: PreparedRow[] = [];
+    const jsons: string[] = [];
     // A plain loop, not map(): map() skips the holes of a sparse array, which would store fewer
     // rows than the caller sent and resolve null ids for the holes.
     for (let i = 0; i < payloads.length; i++) {
@@ -166,7 +182,13 @@ export function createProducer(deps: ProducerDeps) {
         if (!(i in payloads)) {
           throw new SpoolError('INVALID_PAYLOAD', 'Payload is a hole in a sparse array, not a JSON value', { details: { path: '$', reason: 'json' } });
         }
-        rows.push(prepareRow(queue, payloads[i], o, now, shape));
+        if (uniform && i > 0) {
+          jsons.push(payloadJson(queue, payloads[i], shape));
+        } else {
+          const row = prepareRow(queue, payloads[i], o, now, shape);
+          rows.push(row);
+          jsons.push(row.payload);
+        }
       } catch (error) {
         if (error instanceof SpoolError && payloads.length > 1 && error.code === 'INVALID_PAYLOAD') {
           throw new SpoolError('INVALID_PAYLOAD', `Item ${i}: ${error.message}`, { cause: error, details: { ...error.details, index: i } });
@@ -174,32 +196,30 @@ export function createProducer(deps: ProducerDeps) {
         throw error;
       }
     }
-    return rows;
-  }
-
-  /**
-   * Rows of one batch that differ only in payload, with no key and no group: each is new and heads
-   * itself, so they go in chunks (Repository.insertMany). Rows of one batch share their options,
-   * and their context object when they share a visibleAt (initialContext).
-   */
-  function alike(row: PreparedRow, first: PreparedRow): boolean {
-    return row.dedupeKey === null && row.windowKey === null && row.group === null && row.context === first.context && row.priority === first.priority;
+    return { first: rows[0]!, payloads: jsons, rows: uniform ? null : rows };
   }
 
   /**
    * Inserts rows inside a transaction; returns each row's id (an existing id on a dedupe hit) and
    * whether it is new.
    */
-  function insertRows(r: Repository, q: QueuesRepository, rows: PreparedRow[], s: Settings, midBatch: boolean): { ids: string[]; fresh: boolean[] } {
+  function insertRows(r: Repository, q: QueuesRepository, batch: PreparedBatch, s: Settings, midBatch: boolean): { ids: string[]; fresh: boolean[] } {
     const fresh: boolean[] = [];
-    const queue = rows[0]!.queue;
-    if (!knownQueues.has(queue)) r.addQueue(queue, rows[0]!.now);
+    const { first: head, payloads } = batch;
+    const queue = head.queue;
+    if (!knownQueues.has(queue)) r.addQueue(queue, head.now);
     const { maxPending } = policyFor(s, queue);
     let live = maxPending === null ? 0 : r.countLive(queue);
-    if (rows.length > 1 && (maxPending === null || live + rows.length <= maxPending) && rows.every((row) => alike(row, rows[0]!))) {
-      const first = r.insertMany(rows[0]!, rows.map((row) => row.payload), midBatch ? () => crashPoint('batch.midInsert') : undefined);
-      return { ids: rows.map((_, i) => String(first + i)), fresh: rows.map(() => true) };
+    const n = payloads.length;
+    // Rows that differ only in payload are each new and head themselves: they go in chunks
+    // (Repository.insertMany), unless maxPending has to be counted row by row.
+    if (n > 1 && batch.rows === null && (maxPending === null || live + n <= maxPending)) {
+      const first = r.insertMany(head, payloads, midBatch ? () => crashPoint('batch.midInsert') : undefined);
+      const ids = new Array<string>(n);
+      for (let i = 0; i < n; i++) ids[i] = String(first + i);
+      return { ids, fresh: new Array<boolean>(n).fill(true) };
     }
+    const rows = batch.rows ?? payloads.map((payload, i) => (i === 0 ? head : { ...head, payload }));
     const before = live;
     const ids = rows.map((row, i) => {
       if (row.windowKey !== null) {
@@ -216,8 +236,8 @@ export function createProducer(deps: ProducerDeps) {
         const held = row.dedupeKey === null ? undefined : r.liveIdByKey(queue, row.dedupeKey);
         fresh.push(false);
         if (held !== undefined) return held;
-        const batch = live > before ? ` with the ${live - before} new of this batch (which stores none of them)` : '';
-        throw new SpoolError('QUEUE_FULL', `Queue "${queue}" would hold ${live + 1} pending or in-flight messages${batch}; maxPending is ${maxPending}`, {
+        const others = live > before ? ` with the ${live - before} new of this batch (which stores none of them)` : '';
+        throw new SpoolError('QUEUE_FULL', `Queue "${queue}" would hold ${live + 1} pending or in-flight messages${others}; maxPending is ${maxPending}`, {
           details: { queue, maxPending },
         });
       }
@@ -245,18 +265,19 @@ export function createProducer(deps: ProducerDeps) {
       refreshIfProducer(now);
       const s = settings.get();
       admit(queue, s);
-      const rows = readInput('The batch or its options', () => prepareRows(queue, payloads, o, s, now));
-      if (rows.length === 0) return Promise.resolve([]);
+      const batch = readInput('The batch or its options', () => prepareRows(queue, payloads, o, s, now));
+      if (batch === null) return Promise.resolve([]);
+      const { first } = batch;
       const supervisor = deps.runtime();
       // Ready rows: the claim joins this insert's group transaction, so the handler can start
       // right after that one commit (one event-loop turn, not two).
-      if (rows[0]!.ready) supervisor?.noteSending(queue);
+      if (first.ready) supervisor?.noteSending(queue);
       return new Promise((resolve, reject) => {
         c.enqueue({
           kind: 'send',
           run: () => {
             crashPoint('enqueue.beforeCommit');
-            return insertRows(r, q, rows, s, rows.length > 1);
+            return insertRows(r, q, batch, s, batch.payloads.length > 1);
           },
           committed: ({ ids, fresh }) => {
             knownQueues.add(queue);
@@ -266,7 +287,6 @@ export function createProducer(deps: ProducerDeps) {
                 if (fresh[i]) bus.emit({ type: 'message.state', id: ids[i]!, queue, from: null, to: 'pending', attempt: 0, at: now });
               }
             }
-            const first = rows[0]!;
             if (!first.ready) supervisor?.noteSent(queue, first.context.visibleAt);
             else deps.ready(queue);
             resolve(ids);

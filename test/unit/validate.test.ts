@@ -56,6 +56,8 @@ describe('serializePayload', () => {
     ['null', null],
     ['an empty object', {}],
     ['astral characters (paired surrogates)', { emoji: '😀', key: '𝄞' }],
+    ['the text of a surrogate escape (a backslash, then "ud800")', { text: '\\ud800', ['\\udc00']: '\\\\ud83d' }],
+    ['control characters (escaped as \\u00XX)', { text: 'a\u0001b\u001f' }],
     ['a null-prototype object', Object.assign(Object.create(null), { a: 1 })],
   ])('accepts %s and returns its JSON', (_, payload) => {
     const json = serializePayload(payload, LIMIT);
@@ -107,6 +109,8 @@ describe('serializePayload', () => {
     ['a lone low surrogate at the end of a string', ['x\uDC00'], 'Payload[0] contains a lone UTF-16 surrogate'],
     ['reversed surrogates', { t: '\uDC00\uD800' }, 'Payload.t contains a lone UTF-16 surrogate'],
     ['a lone surrogate in a key', { outer: { ['k\uD83D']: 1 } }, 'Payload.outer has a key with a lone UTF-16 surrogate'],
+    ['a lone surrogate after a backslash', { deep: [{ t: 'a\\\uDC00' }] }, 'Payload.deep[0].t contains a lone UTF-16 surrogate'],
+    ['a lone surrogate as the whole payload', '\uD800', 'Payload contains a lone UTF-16 surrogate'],
     ['a Date', { when: new Date(0) }, 'Payload.when is a Date'],
     ['a Map', { m: new Map([[1, 2]]) }, 'Payload.m is a Map'],
     ['a Set', [new Set([1])], 'Payload[0] is a Set'],
