@@ -101,8 +101,8 @@ export interface Committer {
   /** Called after every group commit that landed (maintenance counts them). */
   onCommitted(listener: (() => void) | undefined): void;
   /**
-   * Holds commits (writes queue up, nothing is lost) until the returned release is called, so
-   * that a checkpoint in the maintenance worker can finish and the WAL restart (maintenance.ts).
+   * Holds commits (writes queue up, nothing is lost) until the returned release is called: the
+   * write lock's wait while the maintenance worker holds it (write-lock.ts).
    */
   hold(): () => void;
   /** Taken around each group commit's transaction (the write lock shared with the maintenance worker). */
