@@ -42,7 +42,7 @@ export type Durability = 'normal' | 'full';
 export const BUSY_TIMEOUT_MS = 20;
 
 /** journal_size_limit: the WAL file a restart leaves behind, at most (see openConnection). */
-export const WAL_SIZE_LIMIT_BYTES = 24 * 1024 * 1024;
+const WAL_SIZE_LIMIT_BYTES = 24 * 1024 * 1024;
 
 /**
  * Opens (creating if needed) the database at `path` with Spool's pragmas, then runs `prepare` on it

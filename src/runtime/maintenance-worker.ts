@@ -75,7 +75,6 @@ const port = parentPort;
 if (port) {
   const { path, durability, identity, drainFrames, writeLock } = workerData as MaintenanceWorkerData;
   const lock = workerWriteLock(writeLock);
-  const holding = <T>(work: () => T): T => lock.holding(work);
   /** A one-slot array to sleep on (Atomics.wait) between the passes of a drain. */
   const nap = new Int32Array(new SharedArrayBuffer(4));
   // The owner migrated the file before it made this worker: a bare connection will do, and this
@@ -130,7 +129,7 @@ if (port) {
       repo.checkpointPassive();
       if (performance.now() - started < QUICK_PASS_MS) break;
     }
-    return holding(() => {
+    return lock.holding(() => {
       const started = performance.now();
       let before = -1;
       for (;;) {
@@ -176,7 +175,7 @@ if (port) {
       });
       return;
     }
-    runSweep(repo, db.sqlite, message.plan, { pause, exclusive: holding, quiet, removed: (rows, reason) => post({ t: 'removed', rows, reason }), checkpointSteps: false }).then(
+    runSweep(repo, db.sqlite, message.plan, { pause, exclusive: lock.holding, quiet, removed: (rows, reason) => post({ t: 'removed', rows, reason }), checkpointSteps: false }).then(
       (result) => post({ t: 'swept', id: message.id, result }),
       (error: unknown) => {
         const coded = toStorageError(error);
