@@ -5,7 +5,7 @@
  * every other path goes to `next` (or gets a 404).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { createApiRoutes, type Route } from './api.js';
 import { serveAsset, serveIndex } from './assets.js';
 import { createEventStream, type StreamFilter } from './event-stream.js';
@@ -14,6 +14,7 @@ import { registerMetrics } from './metrics.js';
 import { resolveAdminOptions, type AdminHandlerOptions } from './options.js';
 import { checkChange, checkHost, checkToken, isChange } from './security.js';
 import { loopbackHosts } from '../loopback.js';
+import { promClient } from './prom.js';
 import { createSeriesRecorder } from './series.js';
 import type { AdminSource } from './source.js';
 
@@ -36,7 +37,7 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
   const opts = resolveAdminOptions(options);
   const recorder = createSeriesRecorder(source.events$);
   const stream = createEventStream(source, recorder, opts);
-  const registry = new Registry();
+  const registry = new (promClient().Registry)();
   const metrics = registerMetrics(source, registry);
   const routes = createApiRoutes(source, recorder, opts);
 

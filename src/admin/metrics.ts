@@ -4,9 +4,10 @@
  * handler-duration and queue-wait histograms are observed from committed events. Names follow
  * Prometheus conventions: `spool_` prefix, base units, `_total` counters, no message ids.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Histogram, Registry } from 'prom-client';
 import type { SpoolStats } from '../index.js';
 import { trackDurations } from './durations.js';
+import { promClient } from './prom.js';
 import type { AdminSource, Telemetry } from './source.js';
 
 /** Latency buckets, seconds: 0.5 ms to 5 min. */
@@ -33,35 +34,45 @@ export const METRIC_TYPES = {
 export const DEFAULT_POOL_LABEL = 'default';
 
 /** A histogram whose buckets are read from the core's telemetry at scrape, not observed here. */
-class TelemetryHistogram extends Histogram<string> {
-  constructor(
-    private readonly metricName: string,
-    private readonly metricHelp: string,
-    private readonly read: () => Telemetry['commit'],
-  ) {
-    super({ name: metricName, help: metricHelp, registers: [] });
-  }
+function telemetryHistogram(metricName: string, metricHelp: string, read: () => Telemetry['commit']): Histogram<string> {
+  TelemetryHistogram ??= defineTelemetryHistogram(promClient().Histogram);
+  return new TelemetryHistogram(metricName, metricHelp, read);
+}
 
-  override async get(): ReturnType<Histogram<string>['get']> {
-    const { count, sumMs, buckets } = this.read();
-    const name = this.metricName;
-    const values = [
-      ...[...buckets].sort((a, b) => a.le - b.le).map((b) => ({ labels: { le: b.le / 1000 }, value: b.count, metricName: `${name}_bucket` })),
-      { labels: { le: '+Inf' }, value: count, metricName: `${name}_bucket` },
-      { labels: {}, value: sumMs / 1000, metricName: `${name}_sum` },
-      { labels: {}, value: count, metricName: `${name}_count` },
-    ];
-    // The shape prom-client's own Histogram.get() returns; its typings hide `type` as an enum.
-    return { name, help: this.metricHelp, type: 'histogram' as never, values, aggregator: 'sum', collect: () => {} };
-  }
+let TelemetryHistogram: ReturnType<typeof defineTelemetryHistogram> | undefined;
 
-  /**
-   * The text format (`registry.metrics()`) reads this method, where a metric has it, not get():
-   * without it /metrics showed the empty Histogram underneath (every bucket 0, default bounds).
-   */
-  async getForPromString(): ReturnType<Histogram<string>['get']> {
-    return this.get();
-  }
+/** The class is made on first use: it extends prom-client's Histogram, which loads lazily. */
+function defineTelemetryHistogram(Base: typeof Histogram) {
+  return class TelemetryHistogram extends Base<string> {
+    constructor(
+      private readonly metricName: string,
+      private readonly metricHelp: string,
+      private readonly read: () => Telemetry['commit'],
+    ) {
+      super({ name: metricName, help: metricHelp, registers: [] });
+    }
+
+    override async get(): ReturnType<Histogram<string>['get']> {
+      const { count, sumMs, buckets } = this.read();
+      const name = this.metricName;
+      const values = [
+        ...[...buckets].sort((a, b) => a.le - b.le).map((b) => ({ labels: { le: b.le / 1000 }, value: b.count, metricName: `${name}_bucket` })),
+        { labels: { le: '+Inf' }, value: count, metricName: `${name}_bucket` },
+        { labels: {}, value: sumMs / 1000, metricName: `${name}_sum` },
+        { labels: {}, value: count, metricName: `${name}_count` },
+      ];
+      // The shape prom-client's own Histogram.get() returns; its typings hide `type` as an enum.
+      return { name, help: this.metricHelp, type: 'histogram' as never, values, aggregator: 'sum', collect: () => {} };
+    }
+
+    /**
+     * The text format (`registry.metrics()`) reads this method, where a metric has it, not get():
+     * without it /metrics showed the empty Histogram underneath (every bucket 0, default bounds).
+     */
+    async getForPromString(): ReturnType<Histogram<string>['get']> {
+      return this.get();
+    }
+  };
 }
 
 /**
@@ -85,6 +96,7 @@ export function registerMetrics(source: AdminSource, registry: Registry): { stop
   const stats = perScrape(() => source.stats());
   const telemetry = perScrape(() => source.telemetry());
   const registers = [registry];
+  const { Counter, Gauge, Histogram } = promClient();
 
   new Gauge({
     name: 'spool_messages',
@@ -147,7 +159,7 @@ export function registerMetrics(source: AdminSource, registry: Registry): { stop
     registers,
   });
   registry.registerMetric(
-    new TelemetryHistogram('spool_commit_duration_seconds', 'Group-commit transaction time (as measured by the core).', () => telemetry().commit),
+    telemetryHistogram('spool_commit_duration_seconds', 'Group-commit transaction time (as measured by the core).', () => telemetry().commit),
   );
   const pools = (s: SpoolStats) => [[DEFAULT_POOL_LABEL, s.pools.default] as const, ...Object.entries(s.pools.byQueue)];
   new Gauge({

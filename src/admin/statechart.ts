@@ -5,7 +5,7 @@
  * change to the page. Parallel transitions between two states are drawn as one edge listing
  * every event.
  */
-import { toDirectedGraph, type DirectedGraphNode } from 'xstate/graph';
+import type { DirectedGraphNode } from 'xstate/graph';
 import { messageMachine } from '../index.js';
 
 /** A state box, in SVG user units. */
@@ -72,6 +72,8 @@ interface ElkResult {
 }
 
 async function layout(): Promise<Statechart> {
+  // Loaded here, like elkjs below: only the dashboard's lifecycle view needs it.
+  const { toDirectedGraph } = await import('xstate/graph');
   const graph = toDirectedGraph(messageMachine);
   const states = graph.children.map((child: DirectedGraphNode) => child.stateNode);
   const initial = String(messageMachine.root.config.initial ?? states[0]?.key);

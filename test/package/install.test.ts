@@ -89,11 +89,17 @@ describe(`the ${pkg.name} package, installed from its tarball into a fresh app`,
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
   });
 
-  it('plain Node imports it, sends, handles and closes (migrations found inside the installed package)', async () => {
+  it('plain Node imports it, sends, handles and closes (migrations found inside the installed package); prom-client loads only with the admin handler', async () => {
     const { stdout } = await timed('node main.mjs (plain ESM app)', () => sh(app, process.execPath, ['main.mjs', join(app, 'app.db')]));
     const lines = stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^sent \S+$/);
-    expect(lines.slice(1)).toEqual(['handled {"hello":"from a plain Node app"}', 'refused INVALID_QUEUE_NAME', 'closed']);
+    expect(lines.slice(1)).toEqual([
+      'handled {"hello":"from a plain Node app"}',
+      'refused INVALID_QUEUE_NAME',
+      'prom-client loaded: false',
+      'metrics scraped, prom-client loaded: true',
+      'closed',
+    ]);
     // No loader came along: tsx is a devDependency only.
     expect(JSON.parse(readFileSync(join(app, 'node_modules/spoolmq/package.json'), 'utf8')).dependencies).not.toHaveProperty('tsx');
   });
