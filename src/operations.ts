@@ -41,8 +41,11 @@ export interface SpoolStats {
   control: Record<string, QueueControlStats>;
 }
 
-/** Which dead letters requeue() sends back: one id, every dead message (of a queue), or these ids. */
-export type RequeueFilter = string | { queue?: string } | { ids: string[] };
+/**
+ * Which dead letters requeue() sends back: one id, every dead message (of a queue), or these ids
+ * (with `queue`, only those still dead in that queue).
+ */
+export type RequeueFilter = string | { queue?: string } | { ids: string[]; queue?: string };
 
 /** `get(id, { history: true })`: the message and its committed transitions, oldest first. */
 export type MessageWithHistory = MessageInfo & { history: HistoryEntry[] };
@@ -242,19 +245,21 @@ export function createOperations(deps: OperationsDeps) {
         throw new SpoolError('INVALID_ARGUMENT', `Expected requeue() to get a message id, { queue? } or { ids }, got ${filter === null ? 'null' : typeof filter}`);
       }
       const byIds = isFilter && 'ids' in filter;
-      if (isFilter && (byIds ? Object.keys(filter).length !== 1 : Object.keys(filter).some((key) => key !== 'queue'))) {
-        throw new SpoolError('INVALID_ARGUMENT', `requeue() filters take only { queue } or { ids }, got keys ${Object.keys(filter).join(', ')}`);
+      if (isFilter && Object.keys(filter).some((key) => key !== 'queue' && (!byIds || key !== 'ids'))) {
+        throw new SpoolError('INVALID_ARGUMENT', `requeue() filters take only { queue } or { ids, queue? }, got keys ${Object.keys(filter).join(', ')}`);
       }
       const { repo } = storage.open();
       const seqs = byIds ? seqsOf((filter as { ids: string[] }).ids, 'requeue({ ids })', repo) : [];
-      if (typeof filter !== 'string' && !byIds && (filter as { queue?: string }).queue !== undefined) assertQueueName((filter as { queue?: string }).queue);
-      const isDead = (row: MessageRow | undefined): row is MessageRow => row?.state === 'dead';
+      const queue = typeof filter === 'string' ? undefined : (filter as { queue?: string }).queue;
+      if (queue !== undefined) assertQueueName(queue);
+      // With ids, `queue` fences: a letter redriven or moved since its caller chose it stays.
+      const isDead = (row: MessageRow | undefined): row is MessageRow => row?.state === 'dead' && (queue === undefined || row.queue === queue);
       const rows =
         typeof filter === 'string'
           ? [repo.byId(filter)].filter(isDead)
           : byIds
             ? seqs.map((seq) => repo.bySeq(seq)).filter(isDead)
-            : repo.listByState('dead', (filter as { queue?: string }).queue, 1_000_000);
+            : repo.listByState('dead', queue, 1_000_000);
       const now = clock.now();
       const moved: MessageRow[] = [];
       storage.transaction(() => {

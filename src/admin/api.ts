@@ -179,7 +179,8 @@ export function createApiRoutes(source: AdminSource, recorder: SeriesRecorder, o
     }
     // Every dead letter (of a queue): the library's own bulk requeue.
     if (Object.keys(rest).length === 0) return source.requeue(queue === undefined ? {} : { queue });
-    return walk({ ...sel.filter, state: 'dead' }, (ids) => source.requeue({ ids }));
+    // Fenced on the queue the filter chose, as remove() is below (requeue() takes only dead letters).
+    return walk({ ...sel.filter, state: 'dead' }, (ids) => source.requeue(queue === undefined ? { ids } : { ids, queue }));
   }
 
   async function remove(sel: { ids: string[] } | { filter: BrowseQuery }): Promise<number> {

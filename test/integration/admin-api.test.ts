@@ -265,6 +265,32 @@ describe('admin API: changes', () => {
     expect(await spool.remove([ids[0]!], { state: 'pending', queue: 'orphan' })).toBe(1);
   });
 
+  it("a filtered requeue fences each page on the filter's queue, as the filtered delete does", async () => {
+    const spool = temp.open();
+    await spool.start();
+    const ids = await deadLetters(spool, 3);
+    await spool.stop();
+    const asked: unknown[] = [];
+    const recording: AdminSource = Object.assign(Object.create(spool) as Spool, {
+      async requeue(filter: Parameters<Spool['requeue']>[0]) {
+        asked.push(filter);
+        return spool.requeue(filter);
+      },
+    });
+    const handler = createAdminHandler(recording);
+    const server = createServer(handler);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    temp.onCleanup(async () => {
+      handler.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const res = await call(base, '/admin/api/messages/requeue', { body: { filter: { queue: 'orphan', text: 'orphan' } } });
+    expect(res.body).toEqual({ requeued: 3 });
+    expect(asked).toEqual([{ ids: expect.arrayContaining(ids), queue: 'orphan' }]);
+    for (const id of ids) expect((await spool.get(id))?.state).toBe('pending');
+  });
+
   it('deletes messages by id, one or a selection, announcing message.removed with reason deleted', async () => {
     const { spool, base } = await running();
     const [a, b, c] = await deadLetters(spool, 3);

@@ -205,6 +205,16 @@ describe('remove(), requeue({ ids }), telemetry(), stats()', () => {
     expect((await spool.stats()).queues.orphan).toEqual({ ...ZERO, pending: 3, dead: 1 });
   });
 
+  it('requeues ids only where they are still dead in the queue given', async () => {
+    const spool = spools.open();
+    const ids = await deadLetters(spool, 'orphan', 2);
+    await spool.stop();
+    expect(await spool.requeue({ ids, queue: 'elsewhere' })).toBe(0);
+    expect((await spool.stats()).queues.orphan).toEqual({ ...ZERO, dead: 2 });
+    expect(await spool.requeue({ ids, queue: 'orphan' })).toBe(2);
+    expect((await spool.stats()).queues.orphan).toEqual({ ...ZERO, pending: 2 });
+  });
+
   it('refuses bad ids with INVALID_ARGUMENT and changes nothing', async () => {
     const spool = spools.open();
     const ids = await deadLetters(spool, 'orphan', 1);
@@ -214,7 +224,8 @@ describe('remove(), requeue({ ids }), telemetry(), stats()', () => {
       expect((await rejection(spool.remove(bad as never))).code).toBe('INVALID_ARGUMENT');
       expect((await rejection(spool.requeue({ ids: bad } as never))).code).toBe('INVALID_ARGUMENT');
     }
-    expect((await rejection(spool.requeue({ ids, queue: 'orphan' } as never))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejection(spool.requeue({ ids, queue: 'orphan', state: 'dead' } as never))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejection(spool.requeue({ ids, queue: 'not a queue' }))).code).toBe('INVALID_QUEUE_NAME');
     expect((await rejection(spool.get(ids[0]!, { history: 'yes', more: 1 } as never))).code).toBe('INVALID_ARGUMENT');
     expect(fileDigest(spools.path)).toBe(before);
   });
