@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError, type MessageInfo, type Spool } from '../../src/index.js';
+import { MAX_PAYLOAD_BYTES_LIMIT } from '../../src/options.js';
 import { ROOT } from '../helpers/build.js';
 import { fileDigest, runBin, type CliRun } from '../helpers/cli.js';
 import { reached } from '../helpers/events.js';
@@ -308,6 +309,21 @@ describe('spool send -', () => {
     expect(refused.stderr).toMatch(/^INVALID_PAYLOAD: The payload on standard input is not UTF-8 text/);
     const notJson = await runBin(['send', ...db('--queue', 'email', '-')], { stdin: Buffer.from('{"a":') });
     expect(notJson.stderr).toMatch(/^INVALID_PAYLOAD: The payload is not valid JSON/);
+    expect(fileDigest(spools.path)).toBe(before);
+  });
+
+  it('refuses standard input past the largest maxPayloadBytes (256 MiB) without storing anything', async () => {
+    const spool = spools.open();
+    await spool.send('email', 0);
+    await spool.close();
+    const before = fileDigest(spools.path);
+    // One byte over: a JSON string of spaces, which would be valid JSON if it were read whole.
+    const over = Buffer.alloc(MAX_PAYLOAD_BYTES_LIMIT + 1, 0x20);
+    over[0] = 0x22;
+    over[over.length - 1] = 0x22;
+    const refused = await runBin(['send', ...db('--queue', 'email', '-')], { stdin: over });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`^INVALID_PAYLOAD: The payload on standard input is over ${MAX_PAYLOAD_BYTES_LIMIT} bytes`));
     expect(fileDigest(spools.path)).toBe(before);
   });
 });
