@@ -30,7 +30,7 @@ function invalid(path: string, reason: string, kind: PayloadProblem = 'json'): S
 }
 
 /** Why a payload was refused: `details.reason` of INVALID_PAYLOAD. */
-export type PayloadProblem = 'json' | 'size' | 'charset' | 'depth' | 'unreadable';
+export type PayloadProblem = 'json' | 'size' | 'charset' | 'depth' | 'unreadable' | 'empty';
 
 /** The deepest nesting a payload may have: SQLite's JSON functions stop at 1,000 levels. */
 export const MAX_PAYLOAD_DEPTH = 1000;
@@ -202,8 +202,13 @@ export const sendOptionsSchema = z
     key: z.string().min(1).max(512).optional(),
     /** Message group: in send order, one at a time per group (SQS MessageGroupId). */
     group: z.string().min(1).max(128).optional(),
-    /** SQS message attributes (checked in queues/message-attributes.ts). */
-    attributes: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * SQS message attributes, checked in queues/message-attributes.ts. Passed through as given: a
+     * z.record copies into a plain object, where an attribute named __proto__ would vanish.
+     */
+    attributes: z
+      .custom<Record<string, unknown>>((v) => v !== null && typeof v === 'object' && !Array.isArray(v), { message: 'expected an object of name → { type, value }' })
+      .optional(),
     /** Refuse (QUEUE_NOT_FOUND) a queue that queues.create did not make, instead of creating a push queue. */
     mustExist: z.boolean().optional(),
   })

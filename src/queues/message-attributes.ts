@@ -21,6 +21,8 @@ const NAME = /^[A-Za-z0-9_.-]{1,256}$/;
 const TYPE = /^(String|Number|Binary)(\.[^\s]{1,255})?$/;
 // SQS's allowed characters: #x9 #xA #xD #x20–#xD7FF #xE000–#xFFFD #x10000–#x10FFFF.
 const OUTSIDE_SQS_CHARSET = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+/** A Number attribute's value: a decimal number, as SQS reads it (no hex, binary or blanks, which Number() takes). */
+const DECIMAL = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
 /** FIFO message group and deduplication ids: 1–128 alphanumerics and punctuation. */
 const FIFO_ID = /^[\x21-\x7E]{1,128}$/;
 
@@ -55,7 +57,9 @@ export function checkAttributes(attributes: unknown): { attributes: MessageAttri
     const size = binary ? (value as Uint8Array).byteLength : Buffer.byteLength(value as string, 'utf8');
     if (size === 0) throw invalid(`Attribute ${name} has an empty value`, { field: 'attributes', name });
     if (!binary && OUTSIDE_SQS_CHARSET.test(value as string)) throw invalid(`Attribute ${name} has characters SQS does not allow`, { field: 'attributes', name });
-    if (type.startsWith('Number') && !Number.isFinite(Number(value))) throw invalid(`Attribute ${name} is a Number but ${JSON.stringify(value)} is not a number`, { field: 'attributes', name });
+    if (type.startsWith('Number') && (!DECIMAL.test(value as string) || !Number.isFinite(Number(value)))) {
+      throw invalid(`Attribute ${name} is a Number but ${JSON.stringify((value as string).slice(0, 100))} is not a decimal number`, { field: 'attributes', name });
+    }
     bytes += Buffer.byteLength(name, 'utf8') + Buffer.byteLength(type, 'utf8') + size;
     out[name] = { type, value: binary ? Uint8Array.from(value as Uint8Array) : (value as string) };
   }
@@ -64,7 +68,8 @@ export function checkAttributes(attributes: unknown): { attributes: MessageAttri
 
 /** Attributes as stored (JSON: binary values base64). */
 export function encodeAttributes(attributes: MessageAttributes): string {
-  const stored: Record<string, { t: string; s?: string; b?: string }> = {};
+  // Without a prototype: an attribute named __proto__ (a valid SQS name) stays a key.
+  const stored = Object.create(null) as Record<string, { t: string; s?: string; b?: string }>;
   for (const [name, a] of Object.entries(attributes)) {
     stored[name] = typeof a.value === 'string' ? { t: a.type, s: a.value } : { t: a.type, b: Buffer.from(a.value).toString('base64') };
   }
@@ -73,7 +78,7 @@ export function encodeAttributes(attributes: MessageAttributes): string {
 
 /** Stored attributes back (binary values as Buffers). */
 export function decodeAttributes(text: string | null): MessageAttributes {
-  const out: MessageAttributes = {};
+  const out = Object.create(null) as MessageAttributes;
   if (text === null) return out;
   for (const [name, a] of Object.entries(JSON.parse(text) as Record<string, { t: string; s?: string; b?: string }>)) {
     out[name] = { type: a.t, value: a.b !== undefined ? Buffer.from(a.b, 'base64') : (a.s ?? '') };
@@ -92,7 +97,11 @@ export function bodyBytes(body: unknown, json: string): number {
  * against `limit`, the queue's maxPayloadBytes (or the spool-wide one). Throws INVALID_PAYLOAD.
  */
 export function checkQueueBody(queue: string, body: unknown, json: string, rules: { sqs: boolean; limit: number; attributeBytes: number }): void {
-  if (rules.sqs) checkSqsCharset(body);
+  if (rules.sqs) {
+    checkSqsCharset(body);
+    // SQS's minimum body is one character: a receive over the wire never returns an empty one.
+    if (body === '') throw new SpoolError('INVALID_PAYLOAD', `A message body on SQS queue "${queue}" must be at least one character`, { details: { path: '$', reason: 'empty' } });
+  }
   const bytes = bodyBytes(body, json) + rules.attributeBytes;
   if (bytes > rules.limit) {
     throw new SpoolError('INVALID_PAYLOAD', `Payload${rules.attributeBytes > 0 ? ' and attributes are' : ' is'} ${bytes} bytes; queue "${queue}" takes at most ${rules.limit} (maxPayloadBytes)`, {

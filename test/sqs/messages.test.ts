@@ -23,6 +23,7 @@ import { rejection } from './helpers/sdk.js';
 import { describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
 import { observed, useSqsFixtures } from './helpers/fixture.js';
+import { callJson } from './helpers/serve.js';
 
 const start = useSqsFixtures();
 const md5 = (text: string) => createHash('md5').update(text, 'utf8').digest('hex');
@@ -116,10 +117,33 @@ describe('SendMessage (§9.6)', () => {
       { QueueUrl, MessageBody: 'x', MessageAttributes: { 'a..b': { DataType: 'String', StringValue: 'v' } } },
       { QueueUrl, MessageBody: 'x', MessageAttributes: { a: { DataType: 'String', StringValue: '' } } },
       { QueueUrl, MessageBody: 'x', MessageAttributes: { a: { DataType: 'Number', StringValue: 'twelve' } } },
+      // Number() reads these as numbers; SQS takes decimal numbers only.
+      { QueueUrl, MessageBody: 'x', MessageAttributes: { a: { DataType: 'Number', StringValue: '0x10' } } },
+      { QueueUrl, MessageBody: 'x', MessageAttributes: { a: { DataType: 'Number', StringValue: '0b101' } } },
+      { QueueUrl, MessageBody: 'x', MessageAttributes: { a: { DataType: 'Number', StringValue: ' 7 ' } } },
+      { QueueUrl, MessageBody: 'x', MessageAttributes: { a: { DataType: 'Number', StringValue: '1e400' } } },
+      { QueueUrl, MessageBody: '' },
       { QueueUrl, MessageBody: 'x', MessageAttributes: { a: { DataType: 'Blob', StringValue: 'v' } } },
     ];
     for (const input of bad) expect((await rejection(c.send(new SendMessageCommand(input)))).name, JSON.stringify(input)).toBe('InvalidParameterValue');
     await c.send(new SendMessageCommand({ QueueUrl, MessageBody: 'ok', MessageAttributes: attributes(10), DelaySeconds: 900 }));
+    for (const n of ['-12', '+3.5', '.5', '7.', '1e3', '4563442423554324324264524243.32543234']) {
+      await c.send(new SendMessageCommand({ QueueUrl, MessageBody: 'ok', MessageAttributes: { n: { DataType: 'Number', StringValue: n } } }));
+    }
+  });
+
+  it('keeps an attribute named __proto__ (a valid SQS name): stored, received, and its MD5 the one answered on send', async () => {
+    const { sqs, QueueUrl } = await withQueue();
+    // Raw JSON: an SDK object literal would turn the key into a prototype before it is sent.
+    const body = `{"QueueUrl":${JSON.stringify(QueueUrl)},"MessageBody":"x","MessageAttributes":{"__proto__":{"DataType":"String","StringValue":"v"},"b":{"DataType":"Number","StringValue":"2"}}}`;
+    const sent = await callJson(sqs.endpoint, 'SendMessage', JSON.parse(body));
+    expect(sent.status).toBe(200);
+    const sentMd5 = (JSON.parse(sent.text) as { MD5OfMessageAttributes: string }).MD5OfMessageAttributes;
+    const got = await callJson(sqs.endpoint, 'ReceiveMessage', { QueueUrl, MessageAttributeNames: ['All'] });
+    const [message] = (JSON.parse(got.text) as { Messages: { MD5OfMessageAttributes: string; MessageAttributes: Record<string, unknown> }[] }).Messages;
+    expect(message!.MD5OfMessageAttributes).toBe(sentMd5);
+    expect(Object.keys(message!.MessageAttributes).sort()).toEqual(['__proto__', 'b']);
+    expect(Object.getOwnPropertyDescriptor(message!.MessageAttributes, '__proto__')?.value).toEqual({ DataType: 'String', StringValue: 'v' });
   });
 
   it('holds a delayed message back exactly DelaySeconds', async () => {
