@@ -25,7 +25,7 @@ export interface CliIo {
  * another SQLite database ('foreign'). Only reads; a file SQLite cannot read counts as a spool's,
  * so that the open reports its coded error.
  */
-async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | 'foreign'> {
+async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | 'foreign' | 'locked'> {
   const stat = statSync(path, { throwIfNoEntry: false });
   if (stat === undefined) return 'missing';
   if (stat.isFile() && stat.size === 0) return 'empty';
@@ -34,18 +34,25 @@ async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | '
   try {
     // Not `readonly`: a read-only connection to a WAL database cannot remove the -wal file it
     // made at close. A plain one that only reads leaves the file as the command's own open would.
-    db = new Database(path, { fileMustExist: true });
+    db = new Database(path, { fileMustExist: true, timeout: FIRST_LOOK_TIMEOUT_MS });
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
     if (tables.length === 0) return 'empty';
     // drizzle-orm's default table: another drizzle app's database has one too, without Spool's rows.
     const { foreignMigrations } = await import('../db/migrate.js');
     return tables.includes('__drizzle_migrations') && !foreignMigrations(db) ? 'spool' : 'foreign';
-  } catch {
+  } catch (error) {
+    // A spool's file is in WAL mode, where this read never waits on a writer: a lock here is
+    // another program's rollback journal, and guessing "spool" would migrate its file once freed.
+    if (isBusy(error)) return 'locked';
+    // Anything else (not a database, unreadable) is left to the spool's own open, which names it.
     return 'spool';
   } finally {
     db?.close();
   }
 }
+
+/** How long the first look at a file waits on another connection's lock. */
+const FIRST_LOOK_TIMEOUT_MS = 1000;
 
 /**
  * A payload from standard input: no argument-length limit (about 128 KiB), and bytes that are not
@@ -97,6 +104,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // a database that is not a spool's.
   const creates = command.name === 'settings update' || command.name === 'serve';
   const found = await fileKind(command.db);
+  if (found === 'locked') {
+    io.stderr(`STORAGE_BUSY: ${resolve(command.db)} is locked by another connection, which a spool's file never is for a read; nothing was changed\n`);
+    return 1;
+  }
   if (found === 'foreign' || (!creates && found !== 'spool')) {
     const why = found === 'foreign' ? 'is a database that is not a spool (it has tables, but none of Spool\'s migrations); nothing was changed' : found === 'empty' ? 'is empty (no tables)' : 'does not exist';
     io.stderr(`INVALID_ARGUMENT: There is no spool database at ${resolve(command.db)}: the file ${why}\n`);

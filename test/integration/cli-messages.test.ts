@@ -4,7 +4,8 @@
  * process runs, under a pseudo-terminal for --yes and the progress bars, and with a table of bad
  * inputs that must each exit non-zero and leave the file byte-identical.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -287,7 +288,51 @@ describe('files that are not a spool', () => {
     expect(new Database(foreign, { readonly: true }).pragma('journal_mode', { simple: true })).toBe('delete');
     expect(json(await runBin(['settings', 'update', '--db', empty, '{"accepting":false}']))).toMatchObject({ accepting: false });
   });
+
+  it("refuses another program's database that is locked while the command looks at it, and never adopts it once freed", { timeout: 30_000 }, async () => {
+    const foreign = join(spools.dir, 'app.db');
+    const app = new Database(foreign);
+    app.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('alice')");
+    const before = fileDigest(foreign);
+    // The other program holds a write transaction; it ends as soon as the command's first look
+    // at the file has given up on it, so that a command that guessed "a spool" would go on.
+    app.exec('BEGIN EXCLUSIVE');
+    const child = spawn(process.execPath, ['bin/spool.mjs', 'stats', '--db', foreign], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stdout.resume();
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    let seen = false;
+    const watch = setInterval(() => {
+      const open = hasOpen(child.pid!, foreign);
+      if (open) seen = true;
+      else if (seen && app.inTransaction) app.exec('ROLLBACK');
+    }, 2);
+    const code = await exited;
+    clearInterval(watch);
+    if (app.inTransaction) app.exec('ROLLBACK');
+    const tables = app.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+    app.close();
+    expect({ code, tables }).toEqual({ code: 1, tables: ['customers'] });
+    expect(stderr).toMatch(/^STORAGE_BUSY: .*app\.db is locked by another connection/);
+    expect(fileDigest(foreign)).toBe(before);
+  });
 });
+
+/** Whether process `pid` has `file` open (Linux /proc). */
+function hasOpen(pid: number, file: string): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === file;
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
+}
 
 describe('spool send -', () => {
   it('reads the payload from standard input: past the argument limit, and refuses bytes that are not UTF-8', async () => {
