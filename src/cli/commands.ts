@@ -79,7 +79,7 @@ function isoTime(text: string): number {
   return Date.parse(text);
 }
 
-function parseJson(text: string, what: string, code: 'INVALID_SETTINGS' | 'INVALID_PAYLOAD' | 'INVALID_ARGUMENT'): unknown {
+export function parseJson(text: string, what: string, code: 'INVALID_SETTINGS' | 'INVALID_PAYLOAD' | 'INVALID_ARGUMENT'): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

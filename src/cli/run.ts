@@ -51,6 +51,20 @@ async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | '
   }
 }
 
+/**
+ * Why the spool a `settings update` would create refuses `patch`, or undefined: asked before the
+ * file is made, so a refused patch leaves no new file behind.
+ */
+async function firstPatchRefusal(patch: string, config: string | undefined): Promise<string | undefined> {
+  const [{ parseJson }, { loadConfig }, { checkFirstPatch }] = await Promise.all([import('./commands.js'), import('../options.js'), import('../settings/store.js')]);
+  try {
+    checkFirstPatch(loadConfig(config), parseJson(patch, 'The patch', 'INVALID_SETTINGS'));
+    return undefined;
+  } catch (error) {
+    return describeError(error);
+  }
+}
+
 /** How long the first look at a file waits on another connection's lock. */
 const FIRST_LOOK_TIMEOUT_MS = 1000;
 
@@ -124,6 +138,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       command = { ...command, payload: await readStdin(io) };
     } catch (error) {
       io.stderr(`${describeError(error)}\n`);
+      return 1;
+    }
+  }
+
+  if (command.name === 'settings update' && (found === 'missing' || found === 'empty')) {
+    const refused = await firstPatchRefusal(command.patch, command.config);
+    if (refused !== undefined) {
+      io.stderr(`${refused}\n`);
       return 1;
     }
   }

@@ -107,6 +107,14 @@ export function validateConfigLayer(config: JsonObject, source: string): void {
 }
 
 /**
+ * Throws INVALID_SETTINGS if `patch` would be refused by update() on a store with no overrides:
+ * the CLI asks before it creates a file, so that a refused patch leaves no new file behind.
+ */
+export function checkFirstPatch(config: JsonObject, patch: unknown): void {
+  validateSettings(layered(config, mergeOverrides({}, plainPatch(patch))), 'INVALID_SETTINGS', 'settings');
+}
+
+/**
  * The patch exactly as it will be stored: serialised first, then parsed back, so a `toJSON`, a
  * getter or a Proxy cannot pass validation as one thing and be stored as another.
  */

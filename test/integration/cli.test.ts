@@ -4,7 +4,7 @@
  * that need no second process run the same entry (runCli) in this process, which is faster.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -95,6 +95,25 @@ describe('spool settings (CLI)', { timeout: 60_000 }, () => {
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/^INVALID_SETTINGS: .*queues\.email\.executor\.concurrency/);
     expect(overridesRow(spools.path)).toEqual(before);
+  });
+
+  it('a refused patch on a path with no file (or an empty one) leaves no new spool behind', async () => {
+    const typo = join(spools.dir, 'typo.db');
+    const empty = join(spools.dir, 'empty.db');
+    writeFileSync(empty, '');
+    for (const [file, patch] of [
+      [typo, '{"executor":{"concurrency":0}}'],
+      [typo, '{"queues":{"email":{"nope":1}}}'],
+      [empty, '{"executor":{"concurrency":0}}'],
+    ] as const) {
+      const run = await cli('settings', 'update', '--db', file, patch);
+      expect(run.code, patch).toBe(1);
+      expect(run.stderr).toMatch(/^INVALID_SETTINGS: /);
+    }
+    expect(existsSync(typo)).toBe(false);
+    expect(readFileSync(empty).length).toBe(0);
+    // The same patch, valid, makes the spool as before.
+    expect(json(await cli('settings', 'update', '--db', typo, '{"executor":{"concurrency":3}}'))).toMatchObject({ executor: { concurrency: 3 } });
   });
 });
 
