@@ -84,6 +84,9 @@ export function sendError(res: ServerResponse, error: unknown): void {
 
 /** Reads a JSON body (at most MAX_BODY_BYTES); an empty body reads as `{}`. */
 export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  // Behind a body parser (Express's express.json(), say) the stream was read to its end already:
+  // reading it again gives nothing, and an empty body would pass for `{}`.
+  if (req.readableEnded) return parsedBefore(req);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -91,11 +94,23 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
     if (size > MAX_BODY_BYTES) throw new HttpError(413, 'INVALID_ARGUMENT', `The request body is over ${MAX_BODY_BYTES} bytes`, { limit: MAX_BODY_BYTES });
     chunks.push(chunk);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  return parseText(Buffer.concat(chunks).toString('utf8'));
+}
+
+/** A JSON body's text: empty is `{}`. */
+function parseText(text: string): unknown {
   if (text.trim() === '') return {};
   try {
     return JSON.parse(text);
   } catch (error) {
     throw new HttpError(400, 'INVALID_ARGUMENT', `The request body is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/** The body a middleware read before this handler: its `req.body`, or 500 if it left none. */
+function parsedBefore(req: IncomingMessage): unknown {
+  const body = (req as IncomingMessage & { body?: unknown }).body;
+  if (typeof body === 'string' || Buffer.isBuffer(body)) return parseText(body.toString());
+  if (body !== undefined && body !== null && typeof body === 'object') return body;
+  throw new HttpError(500, 'BODY_ALREADY_READ', 'The request body was read before the admin handler, which got no parsed req.body: mount the handler before body parsers, or use one that sets req.body');
 }

@@ -1,6 +1,8 @@
-import { connect } from 'node:net';
+import { createServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createAdminHandler } from '../../src/admin/handler.js';
 import { resolveAdminOptions } from '../../src/admin/options.js';
 import { loopbackHosts } from '../../src/loopback.js';
 import { serveAdmin, startAdminServer } from '../../src/admin/server.js';
@@ -102,6 +104,46 @@ describe('startAdminServer (npx spool admin --db file)', () => {
 });
 
 /** One GET over a raw socket with the given Host header; resolves with the status line. */
+describe('the handler behind a JSON body parser (Express app.use(express.json()) before it)', () => {
+  /**
+   * A server that runs a body parser first, as body-parser's json() does: it reads a JSON request
+   * to its end and (unless `leaveNoBody`) sets req.body, then calls the admin handler.
+   */
+  async function behindParser(leaveNoBody = false) {
+    const spool = temp.open();
+    const admin = createAdminHandler(spool);
+    const server = createServer(async (req, res) => {
+      if ((req.headers['content-type'] ?? '').startsWith('application/json')) {
+        let text = '';
+        for await (const chunk of req) text += chunk;
+        if (!leaveNoBody) Object.assign(req, { body: text === '' ? {} : JSON.parse(text), _body: true });
+      }
+      admin(req, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    temp.onCleanup(async () => {
+      admin.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    return { spool, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  }
+
+  it('applies the change the parser read into req.body', async () => {
+    const { spool, base } = await behindParser();
+    const res = await call(base, '/admin/api/settings', { method: 'PATCH', body: { accepting: false } });
+    expect(res.status).toBe(200);
+    expect(spool.settings.get().accepting).toBe(false);
+  });
+
+  it('answers 500 BODY_ALREADY_READ, changing nothing, when the body was read and no req.body was left', async () => {
+    const { spool, base } = await behindParser(true);
+    const res = await call(base, '/admin/api/settings', { method: 'PATCH', body: { accepting: false } });
+    expect(res.status).toBe(500);
+    expect(res.body.error.code).toBe('BODY_ALREADY_READ');
+    expect(spool.settings.get().accepting).toBe(true);
+  });
+});
+
 function rawGet(port: number, address: string, path: string, host: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, address);
