@@ -182,13 +182,21 @@ export const TOKEN_ENV = 'SPOOL_ADMIN_TOKEN';
  * read for SPOOL_ADMIN_TOKEN only.
  */
 export function parseCli(argv: string[], env: Record<string, string | undefined> = process.env): CliCommand {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; strict: true; tokens: true }>>;
   try {
-    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
   const { values, positionals } = parsed;
+  // parseArgs keeps the last of a repeated option: `purge --queue keep … --queue scratch` would
+  // purge scratch without a word.
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once`);
+    seen.add(token.name);
+  }
   if (values.help || positionals.length === 0 || positionals[0] === 'help') {
     if (values.version && positionals.length === 0 && !values.help) return { name: 'version' };
     return { name: 'help' };

@@ -179,6 +179,9 @@ describe('spool command line parsing and errors (in process)', () => {
       ['settings', 'get', '--db', spools.path, '--verbose'],
       ['settings', 'update', '--db', spools.path],
       ['settings', 'get', '--db', spools.path, 'extra'],
+      // A repeated option: parseArgs would keep the last one silently.
+      ['stats', '--db', spools.path, '--db', join(spools.dir, 'other.db')],
+      ['purge', '--db', spools.path, '--queue', 'keep', '--state', 'pending', '--queue', 'scratch', '--yes'],
     ]) {
       const run = await cliHere(...args);
       if (args.length === 0) {
@@ -189,6 +192,7 @@ describe('spool command line parsing and errors (in process)', () => {
       expect(run.code, args.join(' ')).toBe(2);
       expect(run.stdout).toBe('');
       expect(run.stderr).toMatch(/^INVALID_ARGUMENT: /);
+      if (['--db', '--queue'].some((option) => args.filter((a) => a === option).length > 1)) expect(run.stderr).toMatch(/^INVALID_ARGUMENT: --(db|queue) is given more than once/);
     }
     const missing = join(spools.dir, 'nope.db');
     const absent = await cliHere('settings', 'get', '--db', missing);
