@@ -41,7 +41,7 @@ export function applyLayer(base: JsonObject, layer: JsonObject): JsonObject {
 export function fillMissing(doc: JsonObject, defaults: JsonObject): JsonObject {
   const out: JsonObject = { ...doc };
   for (const [key, value] of Object.entries(defaults)) {
-    if (!(key in out)) out[key] = value;
+    if (!Object.hasOwn(out, key)) out[key] = value;
     else if (isObject(value) && isObject(out[key]) && Object.keys(value).length > 0) {
       out[key] = fillMissing(out[key] as JsonObject, value);
     }
@@ -63,7 +63,7 @@ export function mergeOverrides(overrides: JsonObject, patch: JsonObject): JsonOb
 export function removePath(overrides: JsonObject, path: string[]): JsonObject {
   if (path.length === 0) return {};
   const [head, ...rest] = path as [string, ...string[]];
-  if (!(head in overrides)) return overrides;
+  if (!Object.hasOwn(overrides, head)) return overrides;
   const out: JsonObject = { ...overrides };
   if (rest.length === 0 || !isObject(out[head])) {
     delete out[head];
@@ -79,7 +79,8 @@ export function removePath(overrides: JsonObject, path: string[]): JsonObject {
 export function hasPath(layer: JsonObject, path: string[]): boolean {
   let node: unknown = layer;
   for (const segment of path) {
-    if (!isObject(node) || !(segment in node)) return false;
+    // Own keys only: a queue may be named constructor or toString, which every object inherits.
+    if (!isObject(node) || !Object.hasOwn(node, segment)) return false;
     node = node[segment];
   }
   return true;
@@ -107,6 +108,6 @@ export function explainLayers(effective: JsonObject, config: JsonObject, overrid
 
 function get(doc: JsonObject, path: string[]): unknown {
   let node: unknown = doc;
-  for (const segment of path) node = isObject(node) ? node[segment] : undefined;
+  for (const segment of path) node = isObject(node) && Object.hasOwn(node, segment) ? node[segment] : undefined;
   return node;
 }

@@ -200,6 +200,19 @@ describe('settings layers', () => {
       });
     });
 
+    it('reads own keys only: queues named constructor, toString or valueOf are told apart from what every object inherits', () => {
+      const config: JsonObject = { queues: { constructor: { maxAttempts: 2 }, toString: { paused: true } } };
+      const overrides: JsonObject = { queues: { other: { maxAttempts: 3 }, valueOf: { maxAttempts: 4 } } };
+      expect(explain(config, overrides)).toMatchObject({
+        'queues.constructor.maxAttempts': [2, 'config'],
+        'queues.toString.paused': [true, 'config'],
+        'queues.valueOf.maxAttempts': [4, 'override'],
+        'queues.other.maxAttempts': [3, 'override'],
+      });
+      expect(hasPath({ queues: {} }, ['queues', 'constructor'])).toBe(false);
+      expect(removePath({ queues: { a: 1 } }, ['queues', 'toString'])).toEqual({ queues: { a: 1 } });
+    });
+
     it('reports a subtree a layer replaced with a primitive or an array as one leaf of that layer', () => {
       const config: JsonObject = { queueDefaults: { backoff: ['fixed', 10] } };
       const overrides: JsonObject = { executor: 6 };
