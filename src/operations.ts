@@ -106,6 +106,8 @@ export interface OperationsDeps {
 
 /** Rows per purge transaction: small enough that claims and sends get in between. */
 const PURGE_BATCH = 1000;
+/** Dead letters per requeue({ queue }) transaction, for the same reason. */
+const REQUEUE_BATCH = 1000;
 
 /** Creates the operations. */
 export function createOperations(deps: OperationsDeps) {
@@ -132,6 +134,37 @@ export function createOperations(deps: OperationsDeps) {
       retentions: () => deps.directory.retentions(),
     });
     return maintenance;
+  }
+
+  /** Moves dead `rows` back to pending in one transaction, announcing each; how many moved. */
+  function requeueRows(rows: MessageRow[]): number {
+    const { repo } = storage.open();
+    const now = clock.now();
+    const moved: MessageRow[] = [];
+    storage.transaction(() => {
+      for (const row of rows) {
+        let state: MessageMachineState;
+        try {
+          state = rowState(row);
+        } catch {
+          // A corrupt dead letter is rebuilt as a fresh one; its payload is checked again at claim.
+          state = deadLetter(row.visibleAt, now, { code: 'CORRUPT_ROW', message: 'rebuilt at requeue' });
+        }
+        const next = machine.step(state, { type: 'REQUEUE', at: now });
+        const change = transitionRow(row, { state: 'dead', token: row.leaseToken }, next, { token: null, owner: null }, now);
+        try {
+          if (repo.write(change)) moved.push(row);
+        } catch (error) {
+          // Its key (or content) is held by a live message sent since: it stays dead, the rest move.
+          if (sqliteCode(error) !== 'SQLITE_CONSTRAINT_UNIQUE') throw error;
+        }
+      }
+    });
+    for (const row of moved) {
+      bus.emit({ type: 'message.state', id: row.id, queue: row.queue, from: 'dead', to: 'pending', attempt: 0, at: now });
+      deps.requeued(row.queue);
+    }
+    return moved.length;
   }
 
   return {
@@ -254,38 +287,19 @@ export function createOperations(deps: OperationsDeps) {
       if (queue !== undefined) assertQueueName(queue);
       // With ids, `queue` fences: a letter redriven or moved since its caller chose it stays.
       const isDead = (row: MessageRow | undefined): row is MessageRow => row?.state === 'dead' && (queue === undefined || row.queue === queue);
-      const rows =
-        typeof filter === 'string'
-          ? [repo.byId(filter)].filter(isDead)
-          : byIds
-            ? seqs.map((seq) => repo.bySeq(seq)).filter(isDead)
-            : repo.listByState('dead', queue, 1_000_000);
-      const now = clock.now();
-      const moved: MessageRow[] = [];
-      storage.transaction(() => {
-        for (const row of rows) {
-          let state: MessageMachineState;
-          try {
-            state = rowState(row);
-          } catch {
-            // A corrupt dead letter is rebuilt as a fresh one; its payload is checked again at claim.
-            state = deadLetter(row.visibleAt, now, { code: 'CORRUPT_ROW', message: 'rebuilt at requeue' });
-          }
-          const next = machine.step(state, { type: 'REQUEUE', at: now });
-          const change = transitionRow(row, { state: 'dead', token: row.leaseToken }, next, { token: null, owner: null }, now);
-          try {
-            if (repo.write(change)) moved.push(row);
-          } catch (error) {
-            // Its key (or content) is held by a live message sent since: it stays dead, the rest move.
-            if (sqliteCode(error) !== 'SQLITE_CONSTRAINT_UNIQUE') throw error;
-          }
-        }
-      });
-      for (const row of moved) {
-        bus.emit({ type: 'message.state', id: row.id, queue: row.queue, from: 'dead', to: 'pending', attempt: 0, at: now });
-        deps.requeued(row.queue);
+      if (typeof filter === 'string') return requeueRows([repo.byId(filter)].filter(isDead));
+      if (byIds) return requeueRows(seqs.map((seq) => repo.bySeq(seq)).filter(isDead));
+      // Every dead letter (of a queue): a transaction per batch, walked by seq, so the write lock is
+      // let go between batches and a letter that dies again meanwhile is not requeued twice.
+      let total = 0;
+      for (let after = 0; ; ) {
+        // Re-opened each batch: a close() between batches ends the requeue with CLOSED.
+        const rows = storage.open().repo.listByState('dead', queue, REQUEUE_BATCH, after);
+        if (rows.length === 0) return total;
+        total += requeueRows(rows);
+        after = rows.at(-1)!.seq;
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      return moved.length;
     },
     async purge(queue: string, purgeOptions: { state: 'pending' | 'dead' | 'done' }): Promise<number> {
       assertQueueName(queue);

@@ -205,6 +205,26 @@ describe('remove(), requeue({ ids }), telemetry(), stats()', () => {
     expect((await spool.stats()).queues.orphan).toEqual({ ...ZERO, pending: 3, dead: 1 });
   });
 
+  it('requeues every dead letter of a queue in batches, letting the event loop turn between them', async () => {
+    const spool = spools.open();
+    await spool.sendBatch('orphan', Array.from({ length: 2_500 }, (_, i) => ({ i })));
+    const dead = reached(spool.events$, 'dead', 2_500, 'orphan');
+    await spool.start();
+    await dead;
+    await spool.stop();
+    let turns = 0;
+    const tick = () => {
+      turns += 1;
+      if (turns < 100) timer = setImmediate(tick);
+    };
+    let timer = setImmediate(tick);
+    expect(await spool.requeue({ queue: 'orphan' })).toBe(2_500);
+    clearImmediate(timer);
+    // Three transactions of at most 1,000 letters, the event loop turning after each.
+    expect(turns).toBeGreaterThanOrEqual(2);
+    expect((await spool.stats()).queues.orphan).toEqual({ ...ZERO, pending: 2_500 });
+  });
+
   it('requeues ids only where they are still dead in the queue given', async () => {
     const spool = spools.open();
     const ids = await deadLetters(spool, 'orphan', 2);
