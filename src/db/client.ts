@@ -5,6 +5,7 @@ import * as schema from './schema.js';
 import { ownerRunning } from './lock.js';
 import { migrate, refuseForeign } from './migrate.js';
 import { openConnection, type Connection } from './connection.js';
+import { refuseUnaddressableSeqs } from './seq-limit.js';
 
 export { BUSY_TIMEOUT_MS, realPath, type Durability } from './connection.js';
 
@@ -17,7 +18,10 @@ export interface DbHandle extends Connection {
 export function openDatabase(path: string, durability: Connection['durability']): DbHandle {
   const connection = openConnection(path, durability, {
     check: refuseForeign,
-    prepare: (sqlite: Database.Database, real: string) => migrate(sqlite, { ownerRunning: () => ownerRunning(real) }),
+    prepare: (sqlite: Database.Database, real: string) => {
+      migrate(sqlite, { ownerRunning: () => ownerRunning(real) });
+      refuseUnaddressableSeqs(sqlite);
+    },
   });
   return { ...connection, orm: drizzle(connection.sqlite, { schema }) };
 }

@@ -32,6 +32,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { MessageState } from '../../machines/message.machine.js';
+import { MAX_SEQ, seqExhausted } from './seq-limit.js';
 import { onTransaction } from './transaction.js';
 
 /** The counters of the current transaction on one connection. */
@@ -44,7 +45,8 @@ export interface Counters {
   pending(queue: string, state: MessageState): number;
   /**
    * The seq for the next new message (inside a write transaction), or the first of `count`
-   * consecutive ones; its row stays unfolded.
+   * consecutive ones; its row stays unfolded. Throws STORAGE_ERROR, handing out none, when the
+   * last would pass MAX_SEQ (seq-limit.ts).
    */
   nextSeq(count?: number): number;
   /** `count` rows of `queue` were inserted, the last with the last seq handed out (this transaction's own, unfolded). */
@@ -323,6 +325,8 @@ export function attachCounters(sqlite: Database.Database): Counters {
         pending.clean = newest <= mark;
         pending.lastSeq = Math.max(mark, newest);
       }
+      // One comparison per send or batch, before anything is inserted: past it a seq is not exact.
+      if (pending.lastSeq + count > MAX_SEQ) throw seqExhausted(pending.lastSeq, count);
       const first = pending.lastSeq + 1;
       pending.lastSeq += count;
       dirty = true;
