@@ -182,6 +182,33 @@ export const NEXT_DELAYED_SQL = `SELECT MIN(visible_at) AS at FROM messages WHER
 /** The `owner` of a row whose handler a graceful stop abandoned: recovered without a crash. */
 export const ABANDONED = 'stopped';
 
+/** In-flight rows under a pull lease: the push runtime's own have no owner, or ABANDONED. */
+const PULL_LEASED = `state IN ('activating', 'processing') AND owner IS NOT NULL AND owner != '${ABANDONED}'`;
+
+/** Pull leases run out by `?` (now), oldest deadline first (a range of the in-flight index); exported for the query-plan test. */
+export const EXPIRED_LEASES_SQL = `SELECT ${ROW_COLUMNS} FROM messages WHERE ${PULL_LEASED} AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?`;
+
+/**
+ * Pull leases without a deadline (lease_expires_at NULL), which count as run out. Spool never
+ * writes one (a hand edit or a damaged file does), and nothing else would ever return its message:
+ * not a restart (boot recovery leaves pull leases to their deadlines, as their holders may live on
+ * in other processes), not an owner, not a lease call. They are the in-flight index's NULL entries
+ * (the others there: the push runtime's rows without a timeout). Apart from EXPIRED_LEASES_SQL: an
+ * OR of both made SQLite scan the whole index, every pull lease in flight, at each expiry pass.
+ * Exported for the query-plan test.
+ */
+export const UNDATED_LEASES_SQL = `SELECT ${ROW_COLUMNS} FROM messages WHERE ${PULL_LEASED} AND lease_expires_at IS NULL LIMIT ?`;
+
+/**
+ * The nearest pull lease deadline (null: no pull lease), or 0 (due now) for a lease without one:
+ * what tells a lease call, the owner's timer and a waiter that leases are due must agree with what
+ * the expiry pass then finds, or they would wake again at once, and spin. The first pull lease in
+ * the in-flight index's order: the entries before it are the push runtime's rows in flight (at
+ * most its concurrency), those without a timeout now as well as those with one. Exported for the
+ * query-plan test.
+ */
+export const NEXT_LEASE_EXPIRY_SQL = `(SELECT coalesce(lease_expires_at, 0) FROM messages WHERE ${PULL_LEASED} ORDER BY lease_expires_at LIMIT 1)`;
+
 const LIVE: MessageState[] = ['pending', 'activating', 'processing'];
 
 /** The columns a new row sets; every value but the state is bound (newRowValues, in this order). */
@@ -280,25 +307,13 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   // SQLite then leaves the row's messages_group and messages_dedupe entries alone, instead of
   // deleting and inserting them again (those indexes' WHERE names finished_at; see LIVE_ROW).
   const writeLive = sqlite.prepare(writeSql(''));
-  const expiredLeases = sqlite.prepare(
-    `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at <= ?
-       AND owner IS NOT NULL AND owner != '${ABANDONED}' ORDER BY lease_expires_at LIMIT ?`,
-  );
+  const expiredLeases = sqlite.prepare(EXPIRED_LEASES_SQL);
+  const undatedLeases = sqlite.prepare(UNDATED_LEASES_SQL);
   // Both times a lease call may have to act on, in one statement: most calls find neither due.
-  const dueTimes = sqlite.prepare(
-    `SELECT (${NEXT_DELAYED_SQL.replace(' AS at', '')}), (SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing')
-       AND lease_expires_at IS NOT NULL AND owner IS NOT NULL AND owner != '${ABANDONED}')`,
-  ).raw();
+  const dueTimes = sqlite.prepare(`SELECT (${NEXT_DELAYED_SQL.replace(' AS at', '')}), ${NEXT_LEASE_EXPIRY_SQL}`).raw();
   // A pull waiter's poll: its queue's arrivals and both due times, in one statement.
-  const pollState = sqlite.prepare(
-    `SELECT ${ARRIVALS_SQL}, (${NEXT_DELAYED_SQL.replace(' AS at', '')}),
-       (SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at IS NOT NULL
-       AND owner IS NOT NULL AND owner != '${ABANDONED}')`,
-  ).raw();
-  const nextLeaseExpiry = sqlite.prepare(
-    `SELECT MIN(lease_expires_at) FROM messages WHERE state IN ('activating', 'processing') AND lease_expires_at IS NOT NULL
-       AND owner IS NOT NULL AND owner != '${ABANDONED}'`,
-  ).pluck();
+  const pollState = sqlite.prepare(`SELECT ${ARRIVALS_SQL}, (${NEXT_DELAYED_SQL.replace(' AS at', '')}), ${NEXT_LEASE_EXPIRY_SQL}`).raw();
+  const nextLeaseExpiry = sqlite.prepare(`SELECT ${NEXT_LEASE_EXPIRY_SQL}`).pluck();
   // The live-key index is per queue, so the key is dropped; dedupe_id stays, as SQS keeps a
   // message's MessageDeduplicationId in its dead-letter queue and back.
   const moveQueue = sqlite.prepare(
@@ -561,9 +576,10 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     sweepHistory: removal.sweepHistory,
     removeSettled: removal.removeSettled,
-    /** In-flight rows whose pull lease ran out by `now`, oldest deadline first. */
+    /** In-flight rows whose pull lease ran out by `now`: those without a deadline, then oldest deadline first. */
     expiredLeases(now: number, limit: number): MessageRow[] {
-      return expiredLeases.all(now, limit) as MessageRow[];
+      const undated = undatedLeases.all(limit) as MessageRow[];
+      return undated.length < limit ? undated.concat(expiredLeases.all(now, limit - undated.length) as MessageRow[]) : undated;
     },
     /** How many rows ever entered pending in `queue` (committed; grows only). */
     arrivals(queue: string): number {

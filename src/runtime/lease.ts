@@ -63,6 +63,13 @@ export function handedOutAt(token: string): number | undefined {
   return Number.isFinite(at) ? at : undefined;
 }
 
+/** Why a lease ended without its holder: it ran out, or it had no deadline (repository.ts). */
+function expiryMessage(row: MessageRow): string {
+  const holder = row.owner ?? 'a consumer';
+  if (row.leaseExpiresAt === null) return `The lease of ${holder} had no deadline (lease_expires_at was NULL), so it counts as run out`;
+  return `The lease of ${holder} ran out before it ended the message`;
+}
+
 /** Expired leases reclaimed per lease call, at most (the rest in later calls). */
 const EXPIRE_BATCH = 100;
 
@@ -81,7 +88,7 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
     return {
       type: 'FAIL',
       at: now,
-      error: { code: 'LEASE_EXPIRED', message: `The lease of ${row.owner ?? 'a consumer'} ran out before it ended the message` },
+      error: { code: 'LEASE_EXPIRED', message: expiryMessage(row) },
       maxAttempts: policy.maxAttempts,
       retryAt: now + delay,
     };

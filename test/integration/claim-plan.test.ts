@@ -1,8 +1,8 @@
-/** The claim path's query plans with 100k delayed rows present: index seeks, no scan, no temp B-tree. */
+/** The claim path's and the pull lease expiry's query plans with 100k delayed rows present: index seeks, no scan, no temp B-tree. */
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSpool, type Spool } from '../../src/index.js';
-import { CANDIDATES_SQL, NEXT_DELAYED_SQL, PROMOTE_SQL } from '../../src/db/repository.js';
+import { CANDIDATES_SQL, EXPIRED_LEASES_SQL, NEXT_DELAYED_SQL, NEXT_LEASE_EXPIRY_SQL, PROMOTE_SQL, UNDATED_LEASES_SQL } from '../../src/db/repository.js';
 import { reached } from '../helpers/events.js';
 import { tempDb } from '../helpers/temp-db.js';
 
@@ -36,6 +36,14 @@ function checkPlans() {
   expect(claim.every((l) => l.includes('messages_claim'))).toBe(true);
   expectIndexOnly(plan(PROMOTE_SQL, now), 'messages_delayed');
   expectIndexOnly(plan(NEXT_DELAYED_SQL), 'messages_delayed');
+  // Pull lease expiry: seeks of the in-flight index, its deadline range and its NULL entries.
+  expectIndexOnly(plan(EXPIRED_LEASES_SQL, now, 100), 'messages_inflight');
+  expectIndexOnly(plan(UNDATED_LEASES_SQL, 100), 'messages_inflight');
+  // The next deadline walks that index in order from its start (NULLs first) to the first pull
+  // lease: the in-flight rows only, never the delayed ones, and no sort.
+  const next = plan(`SELECT ${NEXT_LEASE_EXPIRY_SQL}`);
+  expect(next.join('\n')).toContain('USING INDEX messages_inflight');
+  expect(next.join('\n')).not.toMatch(/TEMP B-TREE|SCAN messages(?! USING INDEX)/);
 }
 
 beforeAll(async () => {
