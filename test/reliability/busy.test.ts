@@ -171,6 +171,10 @@ describe('lock contention (SQLITE_BUSY)', () => {
     spool.register('parked', () => {});
     await spool.start();
     await spool.send('parked', { n: 1 });
+    // A dead letter for requeue to move: a queue with no consumer dead-letters what it claims.
+    const died = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.to === 'dead' && e.queue === 'orphan');
+    await spool.send('orphan', { n: 2 });
+    await died;
     const before = await spool.stats();
     const settingsBefore = spool.settings.get();
     // Sweeps run in the maintenance worker, which starts at the first sweep: start it now, so
@@ -189,7 +193,7 @@ describe('lock contention (SQLITE_BUSY)', () => {
         () => 'resolved',
         (e: unknown) => (isSpoolError(e) ? e.code : `uncoded: ${String(e)}`),
       ),
-      spool.requeue({ queue: 'parked' }).then(
+      spool.requeue({ queue: 'orphan' }).then(
         (n) => `resolved ${n}`,
         (e: unknown) => (isSpoolError(e) ? e.code : `uncoded: ${String(e)}`),
       ),
