@@ -49,13 +49,16 @@ const hostileProxy = new Proxy(
   },
 );
 
-/** A patch whose getter answers validation with one value and serialisation with another. */
+/**
+ * A patch whose getter gives an invalid value, then valid ones: the patch is read once, so the
+ * invalid value is the one checked (a second read must not slip the valid one past it).
+ */
 function shiftyPatch() {
   let reads = 0;
   return {
     get executor() {
       reads += 1;
-      return { concurrency: reads === 1 ? 2 : -1 };
+      return { concurrency: reads === 1 ? -1 : 2 };
     },
   };
 }

@@ -161,6 +161,126 @@ describe('serializePayload', () => {
   });
 });
 
+describe('serializePayload reads each property once', () => {
+  /** An object whose `key` getter returns `first`, then `later` on every other read; `reads()` counts them. */
+  const changing = (key: string, first: unknown, later: unknown) => {
+    let reads = 0;
+    const object = Object.defineProperty({}, key, { enumerable: true, get: () => (reads++ === 0 ? first : later) });
+    return { object, reads: () => reads };
+  };
+
+  it.each<[string, unknown]>([
+    ['undefined', undefined],
+    ['a function', () => 1],
+    ['NaN', Number.NaN],
+    ['a Date', new Date(0)],
+    ['an object with a toJSON method', { toJSON: () => 'other' }],
+  ])('stores the value a getter gave when checked, not %s from a second read', (_, later) => {
+    const { object, reads } = changing('x', 1, later);
+    expect(serializePayload({ outer: object }, LIMIT)).toBe('{"outer":{"x":1}}');
+    expect(reads()).toBe(1);
+  });
+
+  it('refuses what a getter gave when checked, even if a second read would give valid JSON', () => {
+    const { object, reads } = changing('x', undefined, 1);
+    expect(thrown(() => serializePayload(object, LIMIT)).message).toMatch(/^Payload\.x is undefined/);
+    expect(reads()).toBe(1);
+  });
+
+  it('reads an array element getter once', () => {
+    let reads = 0;
+    const list = Object.defineProperty([1, 2], 1, { enumerable: true, get: () => (reads++ === 0 ? 2 : undefined) });
+    expect(serializePayload(list, LIMIT)).toBe('[1,2]');
+    expect(reads).toBe(1);
+  });
+
+  it('reads a "toJSON" that is data once, and stores that read', () => {
+    const { object, reads } = changing('toJSON', 'data', () => 'not what was checked');
+    expect(serializePayload(object, LIMIT)).toBe('{"toJSON":"data"}');
+    expect(reads()).toBe(1);
+  });
+
+  it('refuses a cycle through a getter at its first return, without reading the getter again', () => {
+    let reads = 0;
+    const loop: Record<string, unknown> = Object.defineProperty({}, 'self', { enumerable: true, get: () => (reads++, loop) });
+    expect(thrown(() => serializePayload({ loop }, LIMIT)).message).toMatch(/^Payload\.loop\.self is circular/);
+    expect(reads).toBe(1);
+  });
+
+  /** `value` with each object and array in it behind a Proxy that counts property reads, as "path:key". */
+  const counted = (value: unknown, reads: Map<string, number>, path = '$'): unknown => {
+    if (value === null || typeof value !== 'object') return value;
+    const target = Array.isArray(value)
+      ? value.map((item, i) => counted(item, reads, `${path}[${i}]`))
+      : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, counted(item, reads, `${path}.${key}`)]));
+    return new Proxy(target, {
+      get(object, key, receiver) {
+        const name = `${path}:${String(key)}`;
+        reads.set(name, (reads.get(name) ?? 0) + 1);
+        return Reflect.get(object, key, receiver) as unknown;
+      },
+    });
+  };
+
+  /** The reads `counted` should see: each key of each object, and each index and the length of each array, once. */
+  const eachOnce = (value: unknown, path = '$', out = new Map<string, number>()): Map<string, number> => {
+    if (value === null || typeof value !== 'object') return out;
+    if (Array.isArray(value)) out.set(`${path}:length`, 1);
+    for (const [key, item] of Object.entries(value)) {
+      out.set(`${path}:${key}`, 1);
+      eachOnce(item, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`, out);
+    }
+    return out;
+  };
+
+  it('reads each property of a Proxy exactly once, and nothing else (no toJSON), and stores what it read', () => {
+    const plain = { id: 7, name: 'n', tags: ['a', { deep: [true, null] }], meta: { toJSON: 'data', n: 1.5 } };
+    const reads = new Map<string, number>();
+    expect(serializePayload(counted(plain, reads), LIMIT)).toBe(JSON.stringify(plain));
+    expect(Object.fromEntries(reads)).toEqual(Object.fromEntries(eachOnce(plain)));
+  });
+
+  it('reads each property of a Proxy with many keys, nested, once', () => {
+    const plain = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, { i }]));
+    const reads = new Map<string, number>();
+    expect(serializePayload(counted(plain, reads), LIMIT)).toBe(JSON.stringify(plain));
+    expect(Object.fromEntries(reads)).toEqual(Object.fromEntries(eachOnce(plain)));
+  });
+
+  it('still stores ordinary objects as JSON.stringify writes them', () => {
+    const many: Record<string, unknown> = {};
+    for (let i = 0; i < 40; i++) many[`k${i}`] = i % 2 ? { i } : `v${i}`;
+    const deleted: Record<string, unknown> = { a: 1, b: { c: [2] }, gone: 3 };
+    delete deleted.gone;
+    const numericKeys = { b: 1, 2: 'two', a: [3], 1: null };
+    for (const payload of [many, deleted, numericKeys, { text: 'x'.repeat(60), n: -0, ok: false }]) {
+      expect(serializePayload(payload, LIMIT)).toBe(JSON.stringify(payload));
+    }
+  });
+
+  it('keeps an own "__proto__" key as data, in small and large objects', () => {
+    const small = JSON.parse('{"__proto__":{"a":1},"b":2}') as unknown;
+    const large = JSON.parse(`{${Array.from({ length: 20 }, (_, i) => `"k${i}":${i}`).join(',')},"__proto__":[1]}`) as unknown;
+    expect(serializePayload(small, LIMIT)).toBe('{"__proto__":{"a":1},"b":2}');
+    expect(serializePayload(large, LIMIT)).toBe(JSON.stringify(large));
+    expect(serializePayload(large, LIMIT)).toContain('"__proto__":[1]');
+  });
+
+  it('names the path and label of the outer payload when a getter serialises one of its own', () => {
+    const outer = {
+      a: {
+        get b() {
+          serializePayload({ inner: { deeper: [1] } }, LIMIT, 'Inner');
+          return { c: Number.NaN };
+        },
+      },
+    };
+    const error = thrown(() => serializePayload(outer, LIMIT, 'Settings patch'));
+    expect(error.message).toMatch(/^Settings patch\.a\.b\.c is NaN/);
+    expect(error.details).toEqual({ path: '.a.b.c', reason: 'json' });
+  });
+});
+
 describe('canonicalJson and contentKey', () => {
   it('sorts object keys deeply, inside arrays too, keeping array order', () => {
     const json = JSON.stringify({ b: 1, a: { d: [{ z: 1, y: 2 }, 3], c: null }, _: 'x' });
