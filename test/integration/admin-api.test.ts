@@ -25,6 +25,18 @@ beforeAll(async () => {
 });
 
 /** A started spool: `work` completes, `orphan` has no consumer (its messages go dead). */
+/** The admin handler over `source` (a spool with some calls changed) on a real server; its base URL. */
+async function serveSource(source: AdminSource): Promise<string> {
+  const handler = createAdminHandler(source);
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  temp.onCleanup(async () => {
+    handler.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
 async function running(options: Parameters<typeof serveAdminFor>[2] = {}) {
   const spool = temp.open({ config: { retention: { doneMs: 3_600_000, deadMs: null } } });
   spool.register('work', async () => {});
@@ -248,14 +260,7 @@ describe('admin API: changes', () => {
         return page;
       },
     });
-    const handler = createAdminHandler(racing);
-    const server = createServer(handler);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    temp.onCleanup(async () => {
-      handler.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const base = await serveSource(racing);
     const res = await call(base, '/admin/api/messages/delete', { body: { filter: { queue: 'orphan', state: 'dead', text: 'orphan' } } });
     expect(res.body).toEqual({ removed: 0 });
     for (const id of ids) expect((await spool.get(id))?.state).toBe('pending');
@@ -277,14 +282,7 @@ describe('admin API: changes', () => {
         return spool.requeue(filter);
       },
     });
-    const handler = createAdminHandler(recording);
-    const server = createServer(handler);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    temp.onCleanup(async () => {
-      handler.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const base = await serveSource(recording);
     const res = await call(base, '/admin/api/messages/requeue', { body: { filter: { queue: 'orphan', text: 'orphan' } } });
     expect(res.body).toEqual({ requeued: 3 });
     expect(asked).toEqual([{ ids: expect.arrayContaining(ids), queue: 'orphan' }]);
