@@ -21,9 +21,10 @@ export interface CliIo {
 }
 
 /**
- * What is at `path`: nothing, an empty file, a spool's database (drizzle's migrations table), or
- * another SQLite database ('foreign'). Only reads; a file SQLite cannot read counts as a spool's,
- * so that the open reports its coded error.
+ * What is at `path`: nothing, an empty file, a spool's database (drizzle's migrations table),
+ * another SQLite database ('foreign'), or a file another connection holds locked ('locked'). Only
+ * reads; any other file SQLite cannot read counts as a spool's, so that the open reports its coded
+ * error.
  */
 async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | 'foreign' | 'locked'> {
   const stat = statSync(path, { throwIfNoEntry: false });
