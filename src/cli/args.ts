@@ -198,7 +198,11 @@ export function parseCli(argv: string[], env: Record<string, string | undefined>
     seen.add(token.name);
   }
   if (values.help || positionals.length === 0 || positionals[0] === 'help') {
-    if (values.version && positionals.length === 0 && !values.help) return { name: 'version' };
+    if (values.version && positionals.length === 0 && !values.help) {
+      // `spool -v --db x` reads like a command that ran; only a bare --version answers.
+      if (seen.size > 1) throw new UsageError('--version takes no other options');
+      return { name: 'version' };
+    }
     return { name: 'help' };
   }
   if (values.version) throw new UsageError('--version takes no command');

@@ -224,6 +224,7 @@ describe('spool day-two commands: bad input (built bin)', { timeout: 120_000 }, 
       { args: ['send', ...db('--queue', 'email')], code: 2, error: /^INVALID_ARGUMENT: spool send takes <json>/ },
       { args: ['send', ...db('--queue', 'email', '1', '2')], code: 2, error: /^INVALID_ARGUMENT: spool send takes <json>/ },
       { args: ['stats', ...db('--version')], code: 2, error: /^INVALID_ARGUMENT: --version takes no command/ },
+      { args: ['-v', ...db()], code: 2, error: /^INVALID_ARGUMENT: --version takes no other options/ },
       { args: ['frob', ...db()], code: 2, error: /^INVALID_ARGUMENT: Unknown command "frob"/ },
       // Command failures (1): the API refuses the value; nothing is stored.
       { args: ['dead', ...db('--queue', 'bad queue')], code: 1, error: /^INVALID_QUEUE_NAME: / },
