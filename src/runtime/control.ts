@@ -154,9 +154,9 @@ export function createControl(clock: Clock, settings: { get(): Settings }, wakeU
       const now = monotonicNow(clock);
       const { starts } = state(queue);
       starts.record(now, count);
-      // Under a budget alone no claim counts this window (only stats() does), so it is pruned
-      // here: it holds one window's starts, as the busy window does, never every start since.
-      if (rate === null) starts.count(now, budget!.perMs);
+      // Under a budget alone no claim prunes this window, so it is pruned here: it holds one
+      // window's starts, as the busy window does, never every start since.
+      if (rate === null) starts.prune(now, budget!.perMs, 0);
     },
   };
 

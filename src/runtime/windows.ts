@@ -61,8 +61,10 @@ export class NumberQueue {
 }
 
 /**
- * Handler starts of one queue, for a rate limit of `max` starts per rolling `perMs`. It keeps only
- * the starts still inside the window, so its memory is bounded by `max` (the most that can count).
+ * Handler starts of one queue, for a rate limit of `max` starts per rolling `perMs`. It keeps every
+ * start inside the window and, outside it, the newest ones up to `max` in all: whether one more may
+ * start depends only on the max-th newest start, so a window made longer (or a limit set again)
+ * still sees every start it must count. Its memory is bounded by `max` and the window's starts.
  */
 export class StartWindow {
   private readonly starts = new NumberQueue();
@@ -74,12 +76,12 @@ export class StartWindow {
 
   /** Starts inside the window ending at `now`. */
   count(now: number, perMs: number): number {
-    this.prune(now, perMs);
-    return this.starts.length;
+    return this.starts.length - this.firstInside(now - perMs);
   }
 
   /** How many more may start at `now` under `max` per `perMs` (never negative). */
   allowance(now: number, max: number, perMs: number): number {
+    this.prune(now, perMs, max);
     return Math.max(0, max - this.count(now, perMs));
   }
 
@@ -89,9 +91,17 @@ export class StartWindow {
    * inside it, several must leave).
    */
   nextAllowedAt(now: number, max: number, perMs: number): number {
-    const n = this.count(now, perMs);
+    this.prune(now, perMs, max);
+    const first = this.firstInside(now - perMs);
+    const n = this.starts.length - first;
     if (n < max) return now;
-    return this.starts.at(n - max)! + perMs;
+    return this.starts.at(first + n - max)! + perMs;
+  }
+
+  /** Forgets the starts outside the window ending at `now` beyond the newest `keep` in all. */
+  prune(now: number, perMs: number, keep: number): void {
+    const edge = now - perMs;
+    while (this.starts.length > keep && this.starts.at(0)! <= edge) this.starts.shift();
   }
 
   /** Forgets every start (the queue lost its limit). */
@@ -99,9 +109,16 @@ export class StartWindow {
     this.starts.clear();
   }
 
-  private prune(now: number, perMs: number) {
-    const edge = now - perMs;
-    while (this.starts.length > 0 && this.starts.at(0)! <= edge) this.starts.shift();
+  /** The index of the oldest start after `edge` (the length when none is): they are in time order. */
+  private firstInside(edge: number): number {
+    let lo = 0;
+    let hi = this.starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.starts.at(mid)! <= edge) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 }
 

@@ -142,6 +142,30 @@ describe('rate limits', () => {
     expect((await spool.stats()).control.api).toBeUndefined();
   });
 
+  it('a window made longer counts the starts the shorter one had let go: no interval of the new perMs holds more than max', async () => {
+    const { clock, spool, t0 } = setup({ executor: { concurrency: 10 }, queues: { api: { rateLimit: { max: 3, perMs: 1000 } } } });
+    const starts: number[] = [];
+    spool.register('api', () => void starts.push(clock.now() - t0));
+    await spool.start();
+    await spool.sendBatch('api', [1, 2, 3]);
+    await until(() => starts.length === 3, 'three starts');
+    clock.advance(1500);
+    // A look at the window (stats(), or a claim) while the old, shorter window applies.
+    expect((await spool.stats()).control.api).toMatchObject({ startsInWindow: 0 });
+    // 3 per minute now: the three starts at 0 hold the next ones until 60,000.
+    await spool.settings.update({ queues: { api: { rateLimit: { max: 3, perMs: 60_000 } } } });
+    await spool.sendBatch('api', [4, 5, 6]);
+    await turns();
+    expect(starts).toEqual([0, 0, 0]);
+    expect((await spool.stats()).control.api).toMatchObject({ limitedBy: 'rate', startsInWindow: 3 });
+    clock.advance(60_000 - 1500 - 1);
+    await turns();
+    expect(starts).toHaveLength(3);
+    clock.advance(1);
+    await until(() => starts.length === 6, 'the longer window at 60,000');
+    expect(busiestWindow(starts, 60_000)).toBe(3);
+  });
+
   it('counts pull hand-outs too: receives and waits get at most max per window, and a held-back waiter wakes when the window allows', async () => {
     const { clock, spool } = setup({ queues: { feed: { rateLimit: { max: 2, perMs: 1000 } } } });
     await spool.start();

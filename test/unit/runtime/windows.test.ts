@@ -58,6 +58,20 @@ describe('StartWindow', () => {
     expect(w.nextAllowedAt(600, 1, 1000)).toBe(1500);
   });
 
+  it('keeps the newest max starts past the window, so a longer window set later still counts them', () => {
+    const w = new StartWindow();
+    w.record(0, 3);
+    w.record(100, 1);
+    expect(w.allowance(1500, 3, 1000)).toBe(3);
+    // 3 per 60 s now: the newest three (at 0, 0 and 100) were kept; the oldest, beyond max, was not needed.
+    expect(w.allowance(1500, 3, 60_000)).toBe(0);
+    expect(w.nextAllowedAt(1500, 3, 60_000)).toBe(60_000);
+    expect(w.count(1500, 60_000)).toBe(3);
+    // Pruned with nothing kept beyond the window (a budget alone), it holds the window's only.
+    w.prune(1500, 1000, 0);
+    expect(w.count(1500, 60_000)).toBe(0);
+  });
+
   it('never lets any [t, t + perMs) hold more than max starts when every start asks first', () => {
     // A seeded stream of attempts at irregular times, each taking what the window allows.
     let seed = 7;
