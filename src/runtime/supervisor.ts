@@ -123,8 +123,8 @@ export function createSupervisor(deps: SupervisorDeps) {
     pushback: (queue, ms) => control.pushback(queue, ms),
   });
   const control = createControl(clock, settings, () => {
-    if (!running) return;
-    committer.wake();
+    if (running) committer.wake();
+    // Pull hand-outs pass the gate after a stop() too: a waiter it held back must hear the window open.
     deps.released();
   });
   const claimer = createClaimer(deps, pools, queues, () => running && !committer.lost, (at) => timers.delayedAt(at), control.gate);

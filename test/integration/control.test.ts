@@ -191,6 +191,26 @@ describe('rate limits', () => {
     await consumer.close();
   });
 
+  it('wakes a pull waiter it held back after stop(): the owner still gates hand-outs, and tells waiters when the window opens', async () => {
+    const { clock, spool } = setup({ queues: { feed: { rateLimit: { max: 1, perMs: 1000 } } } });
+    await spool.queues.create('feed');
+    await spool.start();
+    await spool.sendBatch('feed', [1, 2]);
+    expect(await spool.receive('feed', { waitMs: 0 })).toHaveLength(1);
+    await spool.stop();
+    const consumer = spool.consumer();
+    let got: unknown;
+    const waiting = consumer.wait('feed', {}).then((m) => (got = m));
+    await turns();
+    // Held back: the window still holds the first hand-out.
+    expect(got).toBeUndefined();
+    clock.advance(1000);
+    await until(() => got !== undefined, 'the waiter woken when the window opened');
+    expect(got).toMatchObject({ queue: 'feed', payload: 2 });
+    await waiting;
+    await consumer.close();
+  });
+
   it('holds back only its own queue: the other queues of a shared pool take its share', async () => {
     const { clock, spool } = setup({ executor: { concurrency: 2 }, queues: { limited: { rateLimit: { max: 1, perMs: 60_000 } } } });
     const seen = { limited: 0, free: 0 };
