@@ -318,6 +318,15 @@ export function describeZod(error: z.ZodError): string {
     .join('; ');
 }
 
+/** An options argument as given, or `{}` when omitted; INVALID_ARGUMENT for null or anything not an object. */
+export function optionsObject<T extends object>(options: T | undefined, what: string): T {
+  if (options === undefined) return {} as T;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new SpoolError('INVALID_ARGUMENT', `${what} options must be an object, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`, { details: { field: 'options' } });
+  }
+  return options;
+}
+
 /** Throws INVALID_ARGUMENT unless `signal` is undefined or an AbortSignal. */
 export function assertSignal(signal: unknown): asserts signal is AbortSignal | undefined {
   if (signal !== undefined && !(signal instanceof AbortSignal)) {

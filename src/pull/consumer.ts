@@ -11,7 +11,7 @@ import { SpoolError } from '../errors.js';
 import type { HandlerPayload, QueueMap, QueueName } from '../typed-queues.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { pullOwner, type Leased } from '../runtime/lease.js';
-import { assertQueueName, assertSignal, readInput } from '../validate.js';
+import { assertQueueName, assertSignal, optionsObject, readInput } from '../validate.js';
 import type { LeaseRef, PullEngine } from './engine.js';
 import { formatReceipt } from './receipts.js';
 import { compileWhere, type Where } from './where.js';
@@ -74,7 +74,8 @@ function ownedRef(lease: Leased): LeaseRef {
 }
 
 /** Creates a consumer over the pull engine. */
-export function createConsumer(engine: PullEngine, directory: QueueDirectory, clock: Clock, options: { id?: string } = {}): Consumer {
+export function createConsumer(engine: PullEngine, directory: QueueDirectory, clock: Clock, given?: { id?: string }): Consumer {
+  const options = optionsObject(given, 'consumer()');
   if (options.id !== undefined && (typeof options.id !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(options.id))) {
     throw new SpoolError('INVALID_ARGUMENT', `A consumer id is 1–128 characters of [A-Za-z0-9._:-], got ${JSON.stringify(String(options.id).slice(0, 140))}`, { details: { field: 'id' } });
   }
@@ -114,8 +115,9 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
 
   const consumer = {
     id,
-    async wait<P>(queues: string | readonly string[], o: WaitOptions = {}): Promise<PulledMessage<P> | null> {
+    async wait<P>(queues: string | readonly string[], given?: WaitOptions): Promise<PulledMessage<P> | null> {
       if (closed) throw new SpoolError('CLOSED', `Consumer ${id} is closed`);
+      const o = optionsObject(given, 'wait()');
       // One owner, one wait: a second at once would lease a second message that nothing tracks.
       if (waiting) throw new SpoolError('CONSUMER_BUSY', `Consumer ${id} is already waiting; wait() again once that wait has resolved`);
       const list = queueList(queues);

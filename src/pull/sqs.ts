@@ -9,7 +9,7 @@ import { SpoolError } from '../errors.js';
 import type { MessageAttributes } from '../queues/message-attributes.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { handedOutAt, pullOwner } from '../runtime/lease.js';
-import { assertQueueName, assertSignal } from '../validate.js';
+import { assertQueueName, assertSignal, optionsObject } from '../validate.js';
 import { MAX_LEASE_MS } from './consumer.js';
 import type { PullEngine } from './engine.js';
 import { formatReceipt, parseReceipt } from './receipts.js';
@@ -69,7 +69,8 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
   }
 
   return {
-    async receive(queue: string, options: ReceiveOptions = {}): Promise<ReceivedMessage[]> {
+    async receive(queue: string, given?: ReceiveOptions): Promise<ReceivedMessage[]> {
+      const options = optionsObject(given, 'receive()');
       created(queue);
       const attrs = directory.attributes(queue);
       const max = range(options.max ?? 1, 'max', 1, 10);

@@ -15,7 +15,7 @@ import type { EventBus } from '../events.js';
 import { QUEUE_ATTRIBUTE_DEFAULTS, queueAttributesShape } from '../settings/schema.js';
 import type { SettingsRuntime } from '../settings/store.js';
 import type { Storage } from '../storage.js';
-import { assertQueueName, readInput } from '../validate.js';
+import { assertQueueName, optionsObject, readInput } from '../validate.js';
 import type { QueueDirectory } from './directory.js';
 import { compiledMessageMachine as machine, type MessageMachineState } from '../../machines/compiled.js';
 import { rowState, transitionRow } from '../runtime/message-codec.js';
@@ -283,7 +283,8 @@ export function createQueues(deps: {
      * Moves a dead-letter queue's messages back to the queue each came from (or `destination`),
      * keeping ids, bodies and attributes (SQS StartMessageMoveTask). Resolves when done.
      */
-    async redrive(dlq: string, options: { destination?: string } = {}): Promise<{ taskId: string; moved: number }> {
+    async redrive(dlq: string, given?: { destination?: string }): Promise<{ taskId: string; moved: number }> {
+      const options = optionsObject(given, 'redrive()');
       const from = existing(dlq);
       if (options.destination !== undefined) {
         const into = existing(options.destination);

@@ -424,11 +424,19 @@ describe('owner-mode consumers', () => {
       ],
       // SQLite refuses a where of about 1,000 conditions with a storage error; it is refused first.
       ['q', { where: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) }],
+      // Options that are not an object (a JSON null from a request body, say).
+      ['q', null],
+      ['q', 'x'],
     ] as [string | string[], object][]) {
       const error = await rejection(consumer.wait(queues, options));
       expect(['INVALID_ARGUMENT', 'INVALID_QUEUE_NAME']).toContain(error.code);
     }
     expect(() => spool.consumer({ id: 'a b' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => spool.consumer(null as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    await spool.queues.create('sqs-q');
+    expect((await rejection(spool.receive('sqs-q', null as never))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejection(spool.receive('sqs-q', 'x' as never))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejection(spool.queues.redrive('sqs-q', null as never))).code).toBe('INVALID_ARGUMENT');
     expect(isSpoolError(await rejection(consumer.extend(10)), 'MESSAGE_NOT_INFLIGHT')).toBe(true);
   });
 });
