@@ -19,7 +19,10 @@ export type Where = Record<string, WhereCondition>;
 
 /** A compiled filter: SQL to AND into a query, and its parameters in order. */
 export interface CompiledWhere {
+  /** True for the rows that match; a row whose payload is not JSON matches nothing. */
   sql: string;
+  /** The same, but true for a row whose payload is not JSON too: a wait meets it, and dead-letters it. */
+  orUnreadable: string;
   params: (string | number | null)[];
 }
 
@@ -87,5 +90,12 @@ export function compileWhere(where: unknown): CompiledWhere | undefined {
     }
   }
   if (parts.length === 0) return undefined;
-  return { sql: parts.join(' AND '), params };
+  // json_extract on a payload that is not JSON fails the whole query: one such row would refuse
+  // every filtered wait (or listing) of its queue. CASE evaluates the conditions on valid JSON only.
+  const conditions = parts.join(' AND ');
+  return {
+    sql: `CASE WHEN json_valid(payload) THEN (${conditions}) ELSE 0 END`,
+    orUnreadable: `CASE WHEN json_valid(payload) THEN (${conditions}) ELSE 1 END`,
+    params,
+  };
 }

@@ -128,7 +128,9 @@ export function createLeaser(deps: { repo: Repository; settings: SettingsRuntime
 
   function candidates(queue: string, limit: number, where: CompiledWhere | undefined): MessageRow[] {
     if (!where) return repo.candidates(queue, limit);
-    const sql = CANDIDATES_SQL.replace('ORDER BY', `AND (${where.sql}) ORDER BY`);
+    // A row that cannot be read is a candidate too: the lease dead-letters it (CORRUPT_ROW), as an
+    // unfiltered wait does, instead of leaving it at the head of its queue.
+    const sql = CANDIDATES_SQL.replace('ORDER BY', `AND (${where.orUnreadable}) ORDER BY`);
     return repo.statement(sql).all(queue, ...where.params, limit) as MessageRow[];
   }
 

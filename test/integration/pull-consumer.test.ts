@@ -441,6 +441,22 @@ describe('owner-mode consumers', () => {
   });
 });
 
+describe('a filtered wait over a row that cannot be read', () => {
+  it('dead-letters the row (CORRUPT_ROW) and hands out the next match, where json_extract failed the whole query', async () => {
+    const spool = spools.open();
+    const [bad, good, other] = await spool.sendBatch('jobs', [{ region: 'eu' }, { region: 'eu' }, { region: 'us' }]);
+    const conn = spools.connect();
+    expect(conn.prepare('UPDATE messages SET payload = ? WHERE seq = ?').run('{"region": ', Number(bad)).changes).toBe(1);
+    // A listing with the same filter leaves it out, and does not fail either.
+    expect((await spool.browse({ queue: 'jobs', where: { region: 'eu' } })).messages.map((m) => m.id)).toEqual([good]);
+    const consumer = spool.consumer();
+    expect(await consumer.wait('jobs', { where: { region: 'eu' }, timeoutMs: 0 })).toMatchObject({ id: good });
+    expect(await spool.get(bad!)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+    expect(await spool.get(other!)).toMatchObject({ state: 'pending' });
+    await consumer.close();
+  });
+});
+
 describe('waits of one commit', () => {
   it('share one lease pass: each consumer owns a different message, in the order they called, from one candidate query', async () => {
     const spool = spools.open();
