@@ -128,6 +128,18 @@ export function createQueues(deps: {
 }) {
   const { storage, settings, directory, clock, bus } = deps;
 
+  /**
+   * Refuses to make a FIFO queue of a name whose stored messages (sent before it was created, as a
+   * push queue) have no group: a FIFO queue would hand them out without one, and a FIFO dead-letter
+   * queue could never redrive them.
+   */
+  function refuseGroupless(name: string): void {
+    const count = storage.open().repo.statement('SELECT count(*) FROM messages WHERE queue = ? AND grp IS NULL').pluck().get(name) as number;
+    if (count > 0) {
+      throw invalid(`Queue "${name}" already holds ${count} message(s) without a message group, sent before it was a FIFO queue; purge or move them first`, { field: 'fifo', queue: name, count });
+    }
+  }
+
   function attributesOf(name: string, fifo: boolean): QueueAttributes {
     const a = directory.attributes(name);
     return {
@@ -209,6 +221,7 @@ export function createQueues(deps: {
         if (differs) throw new SpoolError('QUEUE_EXISTS', `Queue "${name}" exists with other attributes`, { details: { queue: name } });
         return info(name);
       }
+      if (fifo) refuseGroupless(name);
       // Settings first: a crash before the registry row leaves settings of a queue not yet made,
       // which a retried create finds equal.
       if (Object.keys(patch).length) await settings.update({ queues: { [name]: patch } });

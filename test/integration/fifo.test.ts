@@ -238,3 +238,18 @@ describe('FIFO queues', () => {
     expect(last?.id).toBe(third);
   });
 });
+
+describe('queues.create of a FIFO queue over a push queue of that name', () => {
+  it('refuses while the name holds messages without a group (a FIFO queue would hand them out groupless), and makes it once they are gone', async () => {
+    const spool = spools.open();
+    const id = await spool.send('x.fifo', { n: 1 });
+    const error = await rejection(spool.queues.create('x.fifo'));
+    expect(error.code).toBe('INVALID_ARGUMENT');
+    expect(error.message).toMatch(/already holds 1 message\(s\) without a message group/);
+    expect(await spool.queues.list()).toEqual([]);
+    expect(await spool.get(id)).toMatchObject({ state: 'pending', queue: 'x.fifo' });
+    expect(await spool.purge('x.fifo', { state: 'pending' })).toBe(1);
+    await spool.queues.create('x.fifo');
+    expect(await spool.queues.list()).toEqual(['x.fifo']);
+  });
+});
