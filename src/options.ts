@@ -24,7 +24,10 @@ export interface SpoolOptions {
   maxPayloadBytes?: number;
   /** Time source for every timestamp and timer (tests inject one). Default: the system clock. */
   clock?: Clock;
-  /** Random source in [0, 1) for backoff jitter. Default Math.random. */
+  /**
+   * Random source in [0, 1) for backoff jitter. Default Math.random. A call that throws or answers
+   * outside [0, 1) (NaN, say) is answered by Math.random instead.
+   */
   random?: () => number;
 }
 
@@ -72,7 +75,24 @@ export function parseOptions(options: unknown): ResolvedOptions {
     inspect: o.inspect,
     maxPayloadBytes: o.maxPayloadBytes ?? OPTION_DEFAULTS.maxPayloadBytes,
     clock: o.clock ?? systemClock,
-    random: o.random ?? Math.random,
+    random: o.random ? guardedRandom(o.random) : Math.random,
+  };
+}
+
+/**
+ * The caller's random source, kept inside [0, 1). It runs while a failed attempt is settled: a
+ * throw there, or a NaN retry time the row refuses, would leave the message in flight with no
+ * handler until the next boot (and a throw on a timeout's timer would crash the process).
+ */
+function guardedRandom(random: () => number): () => number {
+  return () => {
+    let value: number;
+    try {
+      value = random();
+    } catch {
+      return Math.random();
+    }
+    return typeof value === 'number' && value >= 0 && value < 1 ? value : Math.random();
   };
 }
 

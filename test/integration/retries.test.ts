@@ -77,6 +77,21 @@ describe('retries and backoff', () => {
     expect(await observeSchedule(spool, clock, 3)).toEqual([500, 0, 4000]);
   });
 
+  it('a random source that throws or answers outside [0, 1) is replaced by Math.random: the message is retried, not left in flight', async () => {
+    // NaN made the retry time NaN (the row refused it) and a throw escaped the settle: either
+    // way the row stayed in processing, with no handler, until the next boot.
+    const draws: (() => number)[] = [() => NaN, () => { throw new Error('rng down'); }, () => 1, () => -0.1, () => 0.5];
+    let i = 0;
+    const { spool, clock } = setup(
+      { queues: { jobs: { maxAttempts: 6, backoff: { type: 'fixed', delayMs: 100, maxDelayMs: 100, jitter: true } } } },
+      () => (draws[i++] ?? (() => 0.5))(),
+    );
+    const delays = await observeSchedule(spool, clock, 5);
+    expect(i).toBeGreaterThanOrEqual(5);
+    for (const delay of delays.slice(0, 4)) expect(delay).toSatisfy((d: number) => Number.isInteger(d) && d >= 0 && d <= 100);
+    expect(delays[4]).toBe(50);
+  });
+
   it('retries, then goes dead after maxAttempts with the last error as plain JSON in get() and dead()', async () => {
     const { spool, clock } = setup({
       queues: { jobs: { maxAttempts: 3, backoff: { type: 'fixed', delayMs: 100, maxDelayMs: 100, jitter: false } } },
