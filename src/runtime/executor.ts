@@ -88,12 +88,18 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
       // Someone is looking: activate a live actor from the committed state (a virtual actor, the
       // row is the truth). Replaying CLAIM and START would recompute what the claim committed.
       // Without an observer nobody could tell a live actor from the row, so none is made.
-      const live = createActor(messageMachine, { snapshot: machine.persist(entry.state) as never, input: { visibleAt: 0 }, inspect, id: entry.id });
-      live.start();
-      entry.actor = live;
+      try {
+        const live = createActor(messageMachine, { snapshot: machine.persist(entry.state) as never, input: { visibleAt: 0 }, inspect, id: entry.id });
+        live.start();
+        entry.actor = live;
+      } catch (error) {
+        // The claim committed both steps: announce them before the failed attempt settles, or
+        // subscribers would see the message leave processing without ever entering it.
+        announceClaim(entry, at);
+        throw error;
+      }
     }
-    announce.state(entry.id, entry.queue, 'pending', 'activating', entry.message.attempt, at);
-    announce.state(entry.id, entry.queue, 'activating', 'processing', entry.message.attempt, at);
+    announceClaim(entry, at);
     leases.watchDeadline(entry);
     crashPoint('handler.started');
     const handler = consumers.get(entry.queue)!;
@@ -118,6 +124,12 @@ export function createExecutor(deps: SupervisorDeps, parts: ExecutorParts) {
     } else {
       settler.settle(entry, { kind: 'complete' });
     }
+  }
+
+  /** The claim's two committed steps, as events. */
+  function announceClaim(entry: Claimed['entry'], at: number) {
+    announce.state(entry.id, entry.queue, 'pending', 'activating', entry.message.attempt, at);
+    announce.state(entry.id, entry.queue, 'activating', 'processing', entry.message.attempt, at);
   }
 
   return { claimed };

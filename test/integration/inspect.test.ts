@@ -152,6 +152,8 @@ describe('inspection observer', () => {
     const launchFailed = nextEvent(spool.events$, (e) => e.type === 'error' && e.code === 'LAUNCH_FAILED');
     const failedAttempt = nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === target && e.from !== null && e.to === 'pending');
     const allDone = reached(spool.events$, 'done', ids.length);
+    const chain: string[] = [];
+    spool.events$.subscribe((e) => e.type === 'message.state' && e.id === target && chain.push(`${e.from}->${e.to}`));
     await spool.start();
 
     expect(await launchFailed).toMatchObject({ type: 'error', code: 'LAUNCH_FAILED' });
@@ -161,6 +163,8 @@ describe('inspection observer', () => {
     expect(done.map((e) => (e.type === 'message.state' ? e.id : '')).sort()).toEqual([...ids].sort());
     // The target's handler never ran on attempt 1; its retry ran once, as attempt 2.
     expect(runs.filter((r) => r.id === target)).toEqual([{ id: target, attempt: 2 }]);
+    // The failed launch's claim is announced too: each event starts where the one before it ended.
+    expect(chain).toEqual(['pending->activating', 'activating->processing', 'processing->pending', 'pending->activating', 'activating->processing', 'processing->done']);
     for (const id of ids) if (id !== target) expect(runs.filter((r) => r.id === id)).toEqual([{ id, attempt: 1 }]);
     expect((await spool.stats()).pools.default.active).toBe(0);
   });
