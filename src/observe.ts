@@ -12,9 +12,15 @@ import type { EventBus } from './events.js';
 export function createWatch(bus: EventBus, read: (id: string) => MessageRow | undefined) {
   return function watch(id: string): Observable<MessageState> {
     const watching = new Observable<MessageState>((subscriber) => {
+      // The row can be read ahead of announcements still to come (a watch opened from an events$
+      // subscriber while the same commit also claimed the message): only a change that starts
+      // where the watcher stands is news, or it would see the message go back to older states.
+      let at: MessageState | null = null;
       const sub = bus.events$.subscribe((event) => {
         if (event.type === 'message.removed' && event.id === id) return subscriber.complete();
         if (event.type !== 'message.state' || event.id !== id) return;
+        if (at !== null && event.from !== at) return;
+        at = event.to;
         subscriber.next(event.to);
         if (event.to === 'done' || event.to === 'dead') subscriber.complete();
       });
@@ -23,6 +29,7 @@ export function createWatch(bus: EventBus, read: (id: string) => MessageRow | un
         if (row) subscriber.next(row.state);
         subscriber.complete();
       } else {
+        at = row.state;
         subscriber.next(row.state);
       }
       return () => sub.unsubscribe();

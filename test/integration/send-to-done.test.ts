@@ -120,6 +120,24 @@ describe('watch(id)', () => {
     expect(await states).toEqual(['pending', 'activating', 'processing', 'done']);
   });
 
+  it('opened from an events$ subscriber at the send, never goes back to a state the row already left', async () => {
+    // The send and its claim commit together: the row reads processing while the claim's two
+    // announcements are still to come. They were replayed: processing, activating, processing.
+    const spool = spools.open();
+    spool.register('email', () => {});
+    await spool.start();
+    const seen: string[] = [];
+    spool.events$.subscribe((e) => {
+      if (e.type === 'message.state' && e.from === null) spool.watch(e.id).subscribe((s) => seen.push(s));
+    });
+    const done = reached(spool.events$, 'done', 1);
+    await spool.send('email', 1);
+    await done;
+    expect(seen.at(-1)).toBe('done');
+    const order = ['pending', 'activating', 'processing', 'done'];
+    expect(seen.map((s) => order.indexOf(s))).toEqual([...new Set(seen.map((s) => order.indexOf(s)))].sort());
+  });
+
   it('completes at once for an unknown id', async () => {
     const spool = spools.open();
     const values = await firstValueFrom(spool.watch('no-such-id').pipe(toArray()));
