@@ -124,7 +124,7 @@ export function toStoredError(thrown: unknown, fallbackCode: SpoolErrorCode = 'H
   if (!isError(thrown)) return storedNonError(thrown, fallbackCode);
   const error = thrown;
   const own = read(error, 'code');
-  const code = typeof own === 'string' ? own : fallbackCode;
+  const code = typeof own === 'string' && own.length > 0 ? own : fallbackCode;
   const message = read(error, 'message');
   const stack = read(error, 'stack');
   const stored: StoredError = { code, message: typeof message === 'string' ? message : safeString(message) };
