@@ -140,6 +140,9 @@ export function createLifecycle(deps: LifecycleDeps) {
     if (stopping && !starting) return stopping;
     if (!stopping && !closeBegun) status = 'stopping';
     let mine: Promise<void> | undefined = undefined;
+    // One bound for the whole stop (README: the timeout, or DRAIN_GRACE_MS, whichever is later):
+    // the supervisor's drain already waited up to it, so the last drain only gets what is left.
+    const deadline = performance.now() + Math.max(DRAIN_GRACE_MS, timeoutMs);
     mine = (async () => {
       // This stop undoes the start in progress (which itself waits for any earlier stop): a
       // start() from now on must not be answered by it, but run after this stop.
@@ -149,7 +152,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       if (!closeBegun) status = 'stopping';
       operations.existingMaintenance?.stop();
       await supervisor?.stop(timeoutMs);
-      await storage.opened?.committer.drain(DRAIN_GRACE_MS);
+      await storage.opened?.committer.drain(Math.max(0, deadline - performance.now()));
     })().finally(() => {
       if (stopping === mine) stopping = undefined;
       // A start() asked for during the stop runs next.

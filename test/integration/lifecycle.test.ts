@@ -162,6 +162,27 @@ describe('stop()', () => {
     expect(handled).toEqual(['while stopped']);
   });
 
+  it('keeps one bound while another connection holds the write lock: the timeout or 500 ms, whichever is later, not 500 ms more', async () => {
+    // The supervisor's drain waited up to the bound, then the lifecycle drained for another 500 ms.
+    const spool = spools.open();
+    const gate = createGate();
+    spool.register('email', () => gate.wait());
+    await spool.start();
+    const processing = reached(spool.events$, 'processing', 2);
+    const ids = await spool.sendBatch('email', [1, 2]);
+    await processing;
+    const other = spools.connect();
+    other.exec('BEGIN IMMEDIATE');
+    gate.open();
+    const started = performance.now();
+    await spool.stop({ timeoutMs: 0 });
+    const took = performance.now() - started;
+    other.exec('ROLLBACK');
+    expect(took).toBeGreaterThanOrEqual(450);
+    expect(took).toBeLessThan(900);
+    expect(ids).toHaveLength(2);
+  });
+
   it('waits for in-flight handlers to finish before resolving', async () => {
     const spool = spools.open();
     const gate = createGate();
