@@ -169,7 +169,7 @@ describe('stop()', () => {
     spool.register('email', () => gate.wait());
     await spool.start();
     const processing = reached(spool.events$, 'processing', 2);
-    const ids = await spool.sendBatch('email', [1, 2]);
+    await spool.sendBatch('email', [1, 2]);
     await processing;
     const other = spools.connect();
     other.exec('BEGIN IMMEDIATE');
@@ -180,7 +180,6 @@ describe('stop()', () => {
     other.exec('ROLLBACK');
     expect(took).toBeGreaterThanOrEqual(450);
     expect(took).toBeLessThan(900);
-    expect(ids).toHaveLength(2);
   });
 
   it('waits for in-flight handlers to finish before resolving', async () => {
