@@ -182,6 +182,20 @@ describe('stop()', () => {
     expect(took).toBeLessThan(900);
   });
 
+  it('called from a handler without awaiting it, waits for that handler, and its message completes', async () => {
+    const spool = spools.open();
+    let stopped: Promise<void> | undefined;
+    spool.register('email', () => {
+      stopped = spool.stop();
+    });
+    await spool.start();
+    const id = await spool.send('email', 1);
+    await nextEvent(spool.events$, (e) => e.type === 'message.state' && e.id === id && e.to === 'done');
+    await stopped;
+    expect(spool.status).toBe('idle');
+    expect(await spool.get(id)).toBeUndefined();
+  });
+
   it('waits for in-flight handlers to finish before resolving', async () => {
     const spool = spools.open();
     const gate = createGate();
