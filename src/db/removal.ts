@@ -104,6 +104,13 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
     freePages(): number {
       return sqlite.pragma('freelist_count', { simple: true }) as number;
     },
+    /**
+     * Whether incremental_vacuum can return pages: only under auto_vacuum = INCREMENTAL. A file made
+     * otherwise (a `.dump` restore, an adopted file) keeps NONE, where the step frees nothing.
+     */
+    incrementalVacuumOn(): boolean {
+      return sqlite.pragma('auto_vacuum', { simple: true }) === 2;
+    },
     /** Returns up to `pages` free pages to the OS. */
     incrementalVacuum(pages: number): void {
       sqlite.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);

@@ -702,6 +702,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
       return row.version;
     },
     freePages: removal.freePages,
+    incrementalVacuumOn: removal.incrementalVacuumOn,
     incrementalVacuum: removal.incrementalVacuum,
     checkpointPassive: removal.checkpointPassive,
     checkpointTruncate: removal.checkpointTruncate,

@@ -23,7 +23,7 @@ export const SWEEP_BUSY_TRIES = 40;
 const BUSY_PAUSE_MS = 5;
 
 /** The statements a sweep runs: the repository's on the owner's connection, or the worker's own. */
-export type SweepStore = Pick<Removal, 'sweepBatch' | 'expiredSeqs' | 'deleteExpired' | 'sweepHistory' | 'freePages' | 'incrementalVacuum' | 'checkpointPassive' | 'checkpointTruncate'>;
+export type SweepStore = Pick<Removal, 'sweepBatch' | 'expiredSeqs' | 'deleteExpired' | 'sweepHistory' | 'freePages' | 'incrementalVacuumOn' | 'incrementalVacuum' | 'checkpointPassive' | 'checkpointTruncate'>;
 
 /** What to sweep: rows finished before these times (epoch ms); null keeps that state forever. */
 export interface SweepPlan {
@@ -127,10 +127,16 @@ export async function runSweep(
     }
   }
   let freedPages = 0;
-  for (let free = repo.freePages(); free > 0; free = repo.freePages()) {
+  // Outside auto_vacuum = INCREMENTAL a step is a no-op and the freelist never shrinks, so the
+  // loop would never end; the free pages then stay for SQLite to reuse.
+  for (let free = repo.incrementalVacuumOn() ? repo.freePages() : 0; free > 0; ) {
     const step = Math.min(free, VACUUM_STEP_PAGES);
     await timed(() => repo.incrementalVacuum(step));
-    freedPages += step;
+    const after = repo.freePages();
+    // A step that freed nothing would be repeated forever.
+    if (after >= free) break;
+    freedPages += free - after;
+    free = after;
     await io.pause(last);
     if (!io.checkpointSteps) continue;
     await timed(() => repo.checkpointPassive(), false);

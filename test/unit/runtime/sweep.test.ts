@@ -1,5 +1,6 @@
 /** runSweep's steps: which hold the owner's write lock, and when the WAL is truncated. */
 import { existsSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, type DbHandle } from '../../../src/db/client.js';
 import { attachCounters } from '../../../src/db/counters.js';
@@ -16,9 +17,18 @@ describe('runSweep', () => {
     temp.cleanup();
   });
 
-  /** A file with `n` dead letters finished at time 0, and the sweep's store over it. */
-  function withDeadLetters(n: number) {
+  /**
+   * A file with `n` dead letters finished at time 0, and the sweep's store over it. `autoVacuum:
+   * 'none'` gives the file a `.dump` restore makes: Spool's schema under auto_vacuum = NONE.
+   */
+  function withDeadLetters(n: number, { autoVacuum = 'incremental' }: { autoVacuum?: 'incremental' | 'none' } = {}) {
     temp = tempDb();
+    if (autoVacuum === 'none') {
+      openDatabase(temp.path, 'normal').close();
+      const conn = new Database(temp.path);
+      conn.exec('PRAGMA auto_vacuum = NONE; VACUUM;');
+      conn.close();
+    }
     db = openDatabase(temp.path, 'normal');
     const insert = db.sqlite.prepare(
       `INSERT INTO messages (legacy_id, queue, payload, state, attempt, deliveries, visible_at, last_error, ready, created_at, updated_at, finished_at)
@@ -77,5 +87,17 @@ describe('runSweep', () => {
     // Everything was still copied into the database: nothing waits in the WAL alone.
     const [row] = db.sqlite.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
     expect(row!.checkpointed).toBe(row!.log);
+  });
+
+  it('finishes on a file without incremental auto-vacuum, leaving its free pages for reuse', async () => {
+    const repo = withDeadLetters(1000, { autoVacuum: 'none' });
+    expect(db.sqlite.pragma('auto_vacuum', { simple: true })).toBe(0);
+    // A pause that yields to the event loop, as the worker's does: a sweep that never ends then
+    // fails on the test timeout instead of hanging the run.
+    const { io: yielding } = io(true);
+    const result = await runSweep(repo, db.sqlite, plan, { ...yielding, pause: () => new Promise<void>((resolve) => setImmediate(resolve)) });
+    expect(result.deleted).toBe(1000);
+    expect(result.freedPages).toBe(0);
+    expect(repo.freePages()).toBeGreaterThan(0);
   });
 });
