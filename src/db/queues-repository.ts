@@ -60,9 +60,6 @@ export function createQueuesRepository(db: DbHandle, counters: Pick<Counters, 'p
   const windowPut = sqlite.prepare(
     'INSERT INTO dedupe_window (queue, key, seq, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (queue, key) DO UPDATE SET seq = excluded.seq, expires_at = excluded.expires_at',
   );
-  const windowPrune = sqlite.prepare(
-    'DELETE FROM dedupe_window WHERE (queue, key) IN (SELECT queue, key FROM dedupe_window WHERE expires_at <= ? LIMIT ?)',
-  );
   const windowClear = sqlite.prepare('DELETE FROM dedupe_window WHERE queue = ?');
 
   const count = (queue: string, state: string) => (countIn.get({ queue, state }) as number) + counters.pending(queue, state as never);
@@ -111,10 +108,6 @@ export function createQueuesRepository(db: DbHandle, counters: Pick<Counters, 'p
     },
     windowPut(queue: string, key: string, seq: number, expiresAt: number): void {
       windowPut.run(queue, key, seq, expiresAt);
-    },
-    /** Forgets up to `limit` expired deduplication ids; returns how many. */
-    windowPrune(now: number, limit: number): number {
-      return windowPrune.run(now, limit).changes;
     },
   };
 }

@@ -48,6 +48,9 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
   const finishedSeqs = sqlite
     .prepare('SELECT seq FROM messages WHERE state = ? AND finished_at IS NOT NULL AND finished_at < ? ORDER BY finished_at LIMIT ?')
     .pluck();
+  const sweepDedupeWindow = sqlite.prepare(
+    'DELETE FROM dedupe_window WHERE (queue, key) IN (SELECT queue, key FROM dedupe_window WHERE expires_at <= ? LIMIT ?)',
+  );
   const sweepHistory = sqlite.prepare(
     'DELETE FROM message_history WHERE seq IN (SELECT seq FROM message_history WHERE finished_at < ? ORDER BY finished_at LIMIT ?)',
   );
@@ -99,6 +102,10 @@ export function createRemoval(sqlite: Database.Database, deltas: Counters) {
     /** Deletes up to `limit` history rows of messages gone before `before`; how many. */
     sweepHistory(before: number, limit: number): number {
       return sweepHistory.run(before, limit).changes;
+    },
+    /** Forgets up to `limit` FIFO deduplication ids whose window ended by `now`; how many. */
+    sweepDedupeWindow(now: number, limit: number): number {
+      return sweepDedupeWindow.run(now, limit).changes;
     },
     /** Pages on the freelist (reclaimable by incremental_vacuum). */
     freePages(): number {

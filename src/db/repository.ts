@@ -575,6 +575,7 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
       };
     },
     sweepHistory: removal.sweepHistory,
+    sweepDedupeWindow: removal.sweepDedupeWindow,
     removeSettled: removal.removeSettled,
     /** In-flight rows whose pull lease ran out by `now`: those without a deadline, then oldest deadline first. */
     expiredLeases(now: number, limit: number): MessageRow[] {

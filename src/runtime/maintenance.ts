@@ -267,6 +267,7 @@ export function createMaintenance(deps: {
       deadBefore: retention.deadMs === null ? null : now - retention.deadMs,
       expire: (deps.retentions?.() ?? []).map(({ queue, retentionMs }) => ({ queue, before: now - retentionMs })),
       historyBefore: now - history.retentionMs,
+      dedupeAt: now,
     };
   }
 

@@ -1,7 +1,7 @@
 /**
- * One maintenance sweep (the CQS "purge" concern): deletes expired done rows and old dead letters
- * in small batches, then returns free pages to the OS with incremental_vacuum steps and truncates
- * the WAL. Never a blocking full VACUUM. It runs in the maintenance worker thread (see
+ * One maintenance sweep (the CQS "purge" concern): deletes expired done rows and old dead letters,
+ * then old history and expired FIFO deduplication ids, in small batches; then returns free pages
+ * to the OS with incremental_vacuum steps and truncates the WAL. Never a blocking full VACUUM. It runs in the maintenance worker thread (see
  * maintenance-worker.ts), so its work never runs on the thread that claims; between steps it
  * pauses, which lets the worker hear a stop, and a writer on the main thread take the lock.
  */
@@ -23,7 +23,7 @@ export const SWEEP_BUSY_TRIES = 40;
 const BUSY_PAUSE_MS = 5;
 
 /** The statements a sweep runs: the repository's on the owner's connection, or the worker's own. */
-export type SweepStore = Pick<Removal, 'sweepBatch' | 'expiredSeqs' | 'deleteExpired' | 'sweepHistory' | 'freePages' | 'incrementalVacuumOn' | 'incrementalVacuum' | 'checkpointPassive' | 'checkpointTruncate'>;
+export type SweepStore = Pick<Removal, 'sweepBatch' | 'expiredSeqs' | 'deleteExpired' | 'sweepHistory' | 'sweepDedupeWindow' | 'freePages' | 'incrementalVacuumOn' | 'incrementalVacuum' | 'checkpointPassive' | 'checkpointTruncate'>;
 
 /** What to sweep: rows finished before these times (epoch ms); null keeps that state forever. */
 export interface SweepPlan {
@@ -33,6 +33,8 @@ export interface SweepPlan {
   expire: { queue: string; before: number }[];
   /** Timelines of deleted messages gone before this are dropped from the message history. */
   historyBefore?: number;
+  /** FIFO deduplication ids whose window ended by this time are forgotten (dedupe_window). */
+  dedupeAt?: number;
 }
 
 /** What a sweep did. */
@@ -126,6 +128,17 @@ export async function runSweep(
       await io.pause(last);
     }
   }
+  let dedupeDeleted = 0;
+  if (plan.dedupeAt !== undefined) {
+    const at = plan.dedupeAt;
+    // An id's entry outlives its message; only its window keeps it, and a send adds one each.
+    for (;;) {
+      const n = await timed(() => runTransaction(sqlite, () => repo.sweepDedupeWindow(at, SWEEP_BATCH)));
+      dedupeDeleted += n;
+      if (n < SWEEP_BATCH) break;
+      await io.pause(last);
+    }
+  }
   let freedPages = 0;
   // Outside auto_vacuum = INCREMENTAL a step is a no-op and the freelist never shrinks, so the
   // loop would never end; the free pages then stay for SQLite to reuse.
@@ -142,7 +155,7 @@ export async function runSweep(
     await timed(() => repo.checkpointPassive(), false);
     await io.pause(last);
   }
-  if (freedPages > 0 || deleted > 0 || historyDeleted > 0) {
+  if (freedPages > 0 || deleted > 0 || historyDeleted > 0 || dedupeDeleted > 0) {
     // Copy first (no lock needed), so that the truncation, which excludes writers, is brief.
     // Without a quiet moment it is left out: the WAL then stays within journal_size_limit, to
     // which each restart of it trims the file.

@@ -1,13 +1,15 @@
 /**
  * Retention and purge: done rows kept as history for retention.doneMs, dead letters swept after
  * retention.deadMs, a 100k-row sweep that never stalls the processor (the longest claim pause is
- * measured and printed), and a file that shrinks after a large purge.
+ * measured and printed), a file that shrinks after a large purge, and FIFO deduplication ids
+ * forgotten once their window ends.
  */
 import { existsSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError, type Spool, type SweepEvent } from '../../src/index.js';
 import { nextEvent, reached } from '../helpers/events.js';
+import { readDb } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
 
@@ -138,6 +140,28 @@ describe('retention of dead letters', () => {
     // An hour later every letter is past deadMs: a sweep asked for now deletes them.
     expect(await spool.sweep()).toMatchObject({ deleted: 3 });
     expect(await spool.dead('jobs')).toEqual([]);
+  });
+});
+
+describe('retention of FIFO deduplication ids', () => {
+  const windowEntries = () => readDb(spools.path, (c) => c.prepare('SELECT count(*) FROM dedupe_window').pluck().get());
+
+  it('forgets ids whose window ended at the sweep, over several batches, and keeps those still in it', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    await spool.queues.create('orders.fifo', { dedupeWindowMs: 1000 });
+    // More than one sweep batch (200) of ids whose window will end.
+    for (let i = 0; i < 450; i++) await spool.send('orders.fifo', { i }, { group: 'g', key: `old-${i}` });
+    clock.advance(1000);
+    const fresh = await spool.send('orders.fifo', { i: 'fresh' }, { group: 'g', key: 'fresh' });
+    expect(windowEntries()).toBe(451);
+
+    await spool.sweep();
+    expect(windowEntries()).toBe(1);
+    // The id still in its window still deduplicates; a forgotten one sends anew.
+    expect(await spool.send('orders.fifo', { i: 'again' }, { group: 'g', key: 'fresh' })).toBe(fresh);
+    expect(await spool.send('orders.fifo', { i: 'again' }, { group: 'g', key: 'old-0' })).not.toBe(fresh);
+    expect((await spool.stats()).queues['orders.fifo']?.pending).toBe(452);
   });
 });
 
