@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import { browse, type BrowsePage, type BrowseQuery } from './browse.js';
 import { seqOf, type MessageRow, type Repository } from './db/repository.js';
 import type { RemovedRow } from './db/removal.js';
-import { COMMIT_BUCKETS_MS } from './runtime/committer.js';
+import { COMMIT_BUCKETS_MS, toStorageError } from './runtime/committer.js';
 import type { HistoryEntry } from './runtime/history.js';
 import { runTransaction, sqliteCode } from './db/transaction.js';
 import { SpoolError } from './errors.js';
@@ -109,6 +109,20 @@ const PURGE_BATCH = 1000;
 /** Dead letters per requeue({ queue }) transaction, for the same reason. */
 const REQUEUE_BATCH = 1000;
 
+/**
+ * The operation, rejecting only with a SpoolError: its reads run outside storage.transaction(),
+ * and on a damaged file a raw SqliteError would escape the public API (STORAGE_ERROR instead).
+ */
+function coded<A extends unknown[], R>(operation: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await operation(...args);
+    } catch (error) {
+      throw toStorageError(error);
+    }
+  };
+}
+
 /** Creates the operations. */
 export function createOperations(deps: OperationsDeps) {
   const { storage, settings, bus, clock } = deps;
@@ -174,7 +188,7 @@ export function createOperations(deps: OperationsDeps) {
     get existingMaintenance() {
       return maintenance;
     },
-    async get(id: string, getOptions?: { history?: boolean }): Promise<MessageInfo | MessageWithHistory | undefined> {
+    get: coded(async (id: string, getOptions?: { history?: boolean }): Promise<MessageInfo | MessageWithHistory | undefined> => {
       if (typeof id !== 'string') throw new SpoolError('INVALID_ARGUMENT', `Expected a message id string, got ${typeof id}`);
       if (
         getOptions !== undefined &&
@@ -193,17 +207,17 @@ export function createOperations(deps: OperationsDeps) {
         if (!row) return undefined;
         return { ...toMessageInfo(row), history: repo.history(id)?.entries ?? [] };
       }, 'deferred');
-    },
+    }),
     /** A deleted message's timeline (why it went, and when), from the history table. */
-    async removedHistory(id: string): Promise<RemovedHistory | undefined> {
+    removedHistory: coded(async (id: string): Promise<RemovedHistory | undefined> => {
       if (typeof id !== 'string') throw new SpoolError('INVALID_ARGUMENT', `Expected a message id string, got ${typeof id}`);
       const found = storage.open().repo.history(id);
       return found?.removed ? { ...found.removed, id, history: found.entries } : undefined;
-    },
-    async browse(query: BrowseQuery): Promise<BrowsePage> {
+    }),
+    browse: coded(async (query: BrowseQuery): Promise<BrowsePage> => {
       return browse(storage.open().repo, query);
-    },
-    async remove(ids: string[], removeOptions?: { state?: 'pending' | 'dead' | 'done'; queue?: string }): Promise<number> {
+    }),
+    remove: coded(async (ids: string[], removeOptions?: { state?: 'pending' | 'dead' | 'done'; queue?: string }): Promise<number> => {
       const seqs = seqsOf(ids, 'remove()', storage.open().repo);
       const state = removeOptions?.state;
       if (
@@ -223,7 +237,7 @@ export function createOperations(deps: OperationsDeps) {
         announceRemoved(removed, 'deleted');
       }
       return total;
-    },
+    }),
     telemetry(): Telemetry {
       const opened = storage.opened;
       const totals = opened?.repo.counters.totals;
@@ -244,7 +258,7 @@ export function createOperations(deps: OperationsDeps) {
         walBytes: fileBytes(deps.path === undefined ? undefined : `${deps.path}-wal`),
       };
     },
-    async stats(): Promise<SpoolStats> {
+    stats: coded(async (): Promise<SpoolStats> => {
       const { repo } = storage.open();
       // No prototype: a queue may be called "constructor" or "__proto__".
       const queues: Record<string, QueueCounts> = Object.create(null);
@@ -259,8 +273,8 @@ export function createOperations(deps: OperationsDeps) {
       }
       const known = Object.keys(queues);
       return { accepting: settings.get().accepting, queues, pools: deps.pools(), control: deps.control?.(known) ?? {} };
-    },
-    async dead(queue?: string, listOptions?: { limit?: number }): Promise<MessageInfo[]> {
+    }),
+    dead: coded(async (queue?: string, listOptions?: { limit?: number }): Promise<MessageInfo[]> => {
       if (queue !== undefined) assertQueueName(queue);
       if (listOptions !== undefined && (listOptions === null || typeof listOptions !== 'object' || Array.isArray(listOptions) || Object.keys(listOptions).some((k) => k !== 'limit'))) {
         throw new SpoolError('INVALID_ARGUMENT', 'dead() options take only { limit: number }', { details: { field: 'options' } });
@@ -270,8 +284,8 @@ export function createOperations(deps: OperationsDeps) {
         throw new SpoolError('INVALID_ARGUMENT', `Expected dead() limit to be a safe integer from 1 and up, got ${String(limit)}`);
       }
       return storage.open().repo.listByState('dead', queue, limit).map(toMessageInfo);
-    },
-    async requeue(filter: RequeueFilter): Promise<number> {
+    }),
+    requeue: coded(async (filter: RequeueFilter): Promise<number> => {
       // An id, or a plain filter object: anything else (an undefined id, say) must not mean "all".
       const isFilter = filter !== null && typeof filter === 'object' && !Array.isArray(filter);
       if (typeof filter !== 'string' && !isFilter) {
@@ -300,8 +314,8 @@ export function createOperations(deps: OperationsDeps) {
         after = rows.at(-1)!.seq;
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
-    },
-    async purge(queue: string, purgeOptions: { state: 'pending' | 'dead' | 'done' }): Promise<number> {
+    }),
+    purge: coded(async (queue: string, purgeOptions: { state: 'pending' | 'dead' | 'done' }): Promise<number> => {
       assertQueueName(queue);
       const state = purgeOptions?.state;
       if (state !== 'pending' && state !== 'dead' && state !== 'done') {
@@ -319,7 +333,7 @@ export function createOperations(deps: OperationsDeps) {
         await new Promise((resolve) => setImmediate(resolve));
       }
       return total;
-    },
+    }),
     async sweep(): Promise<{ deleted: number; freedPages: number; longestBatchMs: number }> {
       return ensureMaintenance().sweep();
     },

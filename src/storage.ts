@@ -6,7 +6,7 @@
 import { openDatabase, type DbHandle } from './db/client.js';
 import { createQueuesRepository, type QueuesRepository } from './db/queues-repository.js';
 import { createRepository, type Repository } from './db/repository.js';
-import { isBusy, isFull, runTransaction } from './db/transaction.js';
+import { runTransaction } from './db/transaction.js';
 import { SpoolError } from './errors.js';
 import type { EventBus } from './events.js';
 import type { ResolvedOptions } from './options.js';
@@ -29,8 +29,9 @@ export interface Storage {
   readonly opened: OpenStorage | undefined;
   /**
    * A transaction run directly by an API call (settings, requeue, purge): a locked or full
-   * database rejects the call with a coded STORAGE_BUSY / STORAGE_FULL instead of a raw
-   * SqliteError, and a file deleted under us with STORAGE_LOST rather than a success never kept.
+   * database rejects the call with a coded STORAGE_BUSY / STORAGE_FULL, any other failure (a
+   * damaged file) with STORAGE_ERROR, never a raw SqliteError; and a file deleted under us with
+   * STORAGE_LOST rather than a success never kept.
    */
   transaction<T>(fn: () => T): T;
   /** Closes the connection; every later open() throws CLOSED. */
@@ -63,7 +64,7 @@ export function createStorage(opts: ResolvedOptions, bus: EventBus, history?: ()
       try {
         result = runTransaction(db.sqlite, fn);
       } catch (error) {
-        throw isBusy(error) || isFull(error) ? toStorageError(error) : error;
+        throw toStorageError(error);
       }
       if (!db.intact()) throw new SpoolError('STORAGE_LOST', 'The database file was deleted or replaced; this change was not kept');
       return result;
