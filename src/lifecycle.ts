@@ -81,7 +81,8 @@ export function createLifecycle(deps: LifecycleDeps) {
   /**
    * Taking ownership and boot recovery need the write lock. Another connection holding it is
    * waited out with short asynchronous retries (as the committer does), never a long blocking
-   * busy wait; past BUSY_GIVE_UP_MS start() rejects with STORAGE_BUSY. A failed try changed nothing.
+   * busy wait; past BUSY_GIVE_UP_MS start() rejects with STORAGE_BUSY. Any other SQLite failure (a
+   * read-only file) rejects with STORAGE_ERROR, never a raw SqliteError. A failed try changed nothing.
    */
   async function whileBusy(step: () => void) {
     const since = performance.now();
@@ -89,7 +90,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       try {
         return step();
       } catch (error) {
-        if (!isBusy(error)) throw error;
+        if (!isBusy(error)) throw toStorageError(error);
         if (performance.now() - since > BUSY_GIVE_UP_MS) throw toStorageError(error);
         bus.emit({ type: 'storage.busy', retries, at: clock.now() });
         await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));

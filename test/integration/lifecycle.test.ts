@@ -1,6 +1,6 @@
 /** start/stop/close: idempotent, shared in-flight promises, stop semantics, nothing left open. */
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
+import { execSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -140,6 +140,31 @@ describe('idempotent lifecycle', () => {
       await owner.close();
     }
     await spool.start();
+  });
+});
+
+/**
+ * Whether this process can make a file immutable (chattr +i), which holds for root too, unlike a
+ * chmod: root and the chattr tool.
+ */
+function canMakeImmutable(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  return spawnSync('chattr', ['--help'], { stdio: 'ignore' }).error === undefined;
+}
+
+describe.runIf(canMakeImmutable())('start() on a database file the process cannot write', () => {
+  it('rejects with STORAGE_ERROR, a SpoolError, as send() does (never a raw SQLITE_READONLY)', async () => {
+    const first = spools.open();
+    await first.send('jobs', 1);
+    await first.close();
+    execSync(`chattr +i '${spools.path}'`);
+    spools.onCleanup(() => execSync(`chattr -i '${spools.path}'`));
+
+    const sent = await spools.open().send('jobs', 2).catch((e: unknown) => e);
+    expect(sent).toBeInstanceOf(SpoolError);
+    const started = await spools.open().start().catch((e: unknown) => e);
+    expect(started).toBeInstanceOf(SpoolError);
+    expect(started).toMatchObject({ code: 'STORAGE_ERROR', cause: { code: expect.stringMatching(/^SQLITE_READONLY/) } });
   });
 });
 
