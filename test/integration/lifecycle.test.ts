@@ -1,6 +1,6 @@
 /** start/stop/close: idempotent, shared in-flight promises, stop semantics, nothing left open. */
 import Database from 'better-sqlite3';
-import { execSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -143,28 +143,25 @@ describe('idempotent lifecycle', () => {
   });
 });
 
-/**
- * Whether this process can make a file immutable (chattr +i), which holds for root too, unlike a
- * chmod: root and the chattr tool.
- */
-function canMakeImmutable(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  return spawnSync('chattr', ['--help'], { stdio: 'ignore' }).error === undefined;
-}
-
-describe.runIf(canMakeImmutable())('start() on a database file the process cannot write', () => {
-  it('rejects with STORAGE_ERROR, a SpoolError, as send() does (never a raw SQLITE_READONLY)', async () => {
+describe('start() when the file refuses a write that is not a busy lock', () => {
+  it('rejects with STORAGE_ERROR, a SpoolError, never the raw SqliteError', async () => {
+    // Boot recovery must update the row a stop abandoned in flight; a trigger (the fault) refuses it.
     const first = spools.open();
+    const gate = createGate();
+    first.register('jobs', () => gate.wait());
+    await first.start();
+    const processing = reached(first.events$, 'processing', 1);
     await first.send('jobs', 1);
-    await first.close();
-    execSync(`chattr +i '${spools.path}'`);
-    spools.onCleanup(() => execSync(`chattr -i '${spools.path}'`));
+    await processing;
+    await first.close({ timeoutMs: 0 });
+    gate.open();
+    spools.connect().exec(`CREATE TRIGGER fault BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
 
-    const sent = await spools.open().send('jobs', 2).catch((e: unknown) => e);
-    expect(sent).toBeInstanceOf(SpoolError);
-    const started = await spools.open().start().catch((e: unknown) => e);
+    const second = spools.open();
+    second.register('jobs', () => {});
+    const started = await second.start().catch((e: unknown) => e);
     expect(started).toBeInstanceOf(SpoolError);
-    expect(started).toMatchObject({ code: 'STORAGE_ERROR', cause: { code: expect.stringMatching(/^SQLITE_READONLY/) } });
+    expect(started).toMatchObject({ code: 'STORAGE_ERROR', cause: { code: 'SQLITE_CONSTRAINT_TRIGGER' } });
   });
 });
 
