@@ -79,11 +79,14 @@ CREATE TABLE `__new_messages` (
 	`id` text GENERATED ALWAYS AS (coalesce(legacy_id, CAST(seq AS TEXT))) VIRTUAL
 );
 --> statement-breakpoint
+-- 0.1.0 kept rows whose snapshot is not JSON (dead-lettered at their claim as CORRUPT_ROW), and
+-- json_extract() on one failed this whole upgrade. Such a row gets failures = -1, no count, which
+-- the runtime reads as corrupt: it is dead-lettered (CORRUPT_ROW) at its first claim or recovery.
 INSERT INTO `__new_messages`("seq", "legacy_id", "queue", "payload", "state", "failures", "attempt", "deliveries", "crashes", "visible_at", "lease_expires_at", "last_error", "priority", "ready", "lease_token", "owner", "dedupe_key", "created_at", "updated_at", "finished_at")
   SELECT "seq", "id", "queue", "payload", "state",
-    coalesce(json_extract("snapshot", '$.context.failures'), 0), "attempt", "deliveries",
-    coalesce(json_extract("snapshot", '$.context.crashes'), 0), "visible_at", "lease_expires_at",
-    coalesce("last_error", json_extract("snapshot", '$.context.lastError')),
+    CASE WHEN json_valid("snapshot") THEN coalesce(json_extract("snapshot", '$.context.failures'), 0) ELSE -1 END, "attempt", "deliveries",
+    CASE WHEN json_valid("snapshot") THEN coalesce(json_extract("snapshot", '$.context.crashes'), 0) ELSE 0 END, "visible_at", "lease_expires_at",
+    coalesce("last_error", CASE WHEN json_valid("snapshot") THEN json_extract("snapshot", '$.context.lastError') END),
     "priority", "ready", "lease_token", "owner", "dedupe_key", "created_at", "updated_at", "finished_at"
   FROM `messages`;--> statement-breakpoint
 DROP TABLE `messages`;--> statement-breakpoint

@@ -91,6 +91,58 @@ describe('migrating a 0.1.0 database', () => {
   });
 });
 
+describe('migrating a 0.1.0 database holding a row whose snapshot is not JSON', () => {
+  it('upgrades with every other message intact, and dead-letters that row (CORRUPT_ROW) at its claim', async () => {
+    copyFileSync(FIXTURE, spools.path);
+    // 0.1.0 stored such rows (and dead-lettered them at claim); 0002's json_extract() failed on one.
+    const raw = new Database(spools.path);
+    raw.prepare("UPDATE messages SET snapshot = '{not json' WHERE id = ?").run(ID.pending);
+    raw.close();
+    const clock = createTestClock(1_796_051_700_000);
+    const spool = spools.open({ clock, config: { retention: { doneMs: 86_400_000 }, queues: { bulk: { paused: true } } } });
+    expect((await spool.stats()).queues).toEqual({
+      bulk: { pending: 1, activating: 0, processing: 0, dead: 2, done: 0 },
+      email: { pending: 3, activating: 0, processing: 0, dead: 0, done: 1 },
+      // Not started: the message a crash left in flight is recovered at start(), not at open.
+      reports: { pending: 0, activating: 0, processing: 1, dead: 1, done: 0 },
+    });
+    expect(await spool.get(ID.done)).toMatchObject({ queue: 'email', state: 'done', payload: { to: 'done@example.com' }, attempt: 1 });
+    expect(await spool.get(ID.dead)).toMatchObject({ queue: 'reports', state: 'dead', lastError: { code: 'NON_RETRYABLE', message: 'cannot render' } });
+    expect(await spool.get(ID.pending)).toMatchObject({ queue: 'email', state: 'pending', priority: 5, payload: { to: 'pending@example.com' } });
+
+    // email is paused by the fixture's settings; its claim dead-letters the unreadable row only.
+    spool.register('email', () => {});
+    await spool.start();
+    const dead = reached(spool.events$, 'dead', 1, 'email');
+    const done = reached(spool.events$, 'done', 1, 'email');
+    await spool.settings.update({ queues: { email: { paused: false } } });
+    await Promise.all([dead, done]);
+    expect(await spool.get(ID.pending)).toMatchObject({ state: 'dead', lastError: { code: 'CORRUPT_ROW' } });
+    expect(await spool.get(ID.keyed)).toMatchObject({ state: 'done' });
+    expect(await spool.get(ID.delayed)).toMatchObject({ state: 'pending' });
+  });
+});
+
+describe('editing migration 0002 after it shipped', () => {
+  it('leaves a file already past it alone: drizzle runs migrations by created_at, not by hash', async () => {
+    const first = spools.open();
+    const id = await first.send('jobs', { n: 1 });
+    await first.close();
+    const before = readDb(spools.path, (c) => c.prepare('SELECT hash, created_at FROM __drizzle_migrations ORDER BY id').all());
+    // A file made before the edit holds 0002's old hash: only its created_at is read.
+    const conn = new Database(spools.path);
+    conn.prepare("UPDATE __drizzle_migrations SET hash = 'hash of the 0002 that shipped' WHERE id = 3").run();
+    conn.close();
+    const spool = spools.open();
+    expect(await spool.get(id)).toMatchObject({ queue: 'jobs', state: 'pending', payload: { n: 1 } });
+    expect(await spool.send('jobs', { n: 2 })).toBe(String(Number(id) + 1));
+    await spool.close();
+    const after = readDb(spools.path, (c) => c.prepare('SELECT hash, created_at FROM __drizzle_migrations ORDER BY id').all());
+    expect(after).toHaveLength(before.length);
+    expect(after.map((m: any) => m.created_at)).toEqual(before.map((m: any) => m.created_at));
+  });
+});
+
 const FIXTURE_0002 = new URL('../fixtures/schema-0002.db', import.meta.url);
 /** The ids make-0002-db.ts printed, and the fixed clock it ran on. */
 const ID_0002 = { inflight: '1', pending: '2', behind: '3', content: '4', dead: '5', keyed: '6', push: '7' };
