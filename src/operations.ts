@@ -5,7 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import { browse, type BrowsePage, type BrowseQuery } from './browse.js';
-import { seqOf, type MessageRow, type Repository } from './db/repository.js';
+import { type MessageRow, type Repository } from './db/repository.js';
 import type { RemovedRow } from './db/removal.js';
 import { COMMIT_BUCKETS_MS, toStorageError } from './runtime/committer.js';
 import type { HistoryEntry } from './runtime/history.js';
@@ -347,7 +347,8 @@ function seqsOf(ids: unknown, call: string, repo: Repository): number[] {
   }
   const seqs: number[] = [];
   for (const id of ids as string[]) {
-    const seq = seqOf(id) ?? repo.byId(id)?.seq;
+    // Looked up even when decimal: the seq of a migrated 0.1.0 row is not its id.
+    const seq = repo.seqOfId(id);
     if (seq !== undefined) seqs.push(seq);
   }
   return seqs;

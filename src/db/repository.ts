@@ -371,8 +371,10 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
        SELECT seq, coalesce(legacy_id, CAST(seq AS TEXT)), queue, ?, ?, history || ?, created_at, ? FROM messages
        WHERE seq = ? AND state = ? AND lease_token IS ? AND history IS NOT NULL`,
   );
-  const historyOfRow = sqlite.prepare('SELECT history, created_at FROM messages WHERE seq = ?').raw();
-  const archivedBySeq = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE seq = ?');
+  // Fenced on the id as well as the seq: a migrated 0.1.0 row keeps its UUID as its id, and the
+  // decimal string of its seq names no message.
+  const historyOfRow = sqlite.prepare('SELECT history, created_at FROM messages WHERE seq = ? AND coalesce(legacy_id, CAST(seq AS TEXT)) = ?').raw();
+  const archivedBySeq = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE seq = ? AND id = ?');
   const archivedById = sqlite.prepare('SELECT id, queue, state, reason, timeline, created_at AS createdAt, finished_at AS finishedAt FROM message_history WHERE id = ?');
   /**
    * Copies the row `seq` (if it is still in `state` under `token`, and has a timeline) to the
@@ -391,6 +393,10 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   );
   const bySeq = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ?`);
   const byLegacyId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE legacy_id = ?`);
+  // A decimal id is the seq of a row without a legacy id only: a migrated 0.1.0 row answers to its UUID alone.
+  const byNumericId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ? AND legacy_id IS NULL`);
+  const seqOfNumericId = sqlite.prepare('SELECT seq FROM messages WHERE seq = ? AND legacy_id IS NULL').pluck();
+  const seqOfLegacyId = sqlite.prepare('SELECT seq FROM messages WHERE legacy_id = ?').pluck();
   const counts = sqlite.prepare(COUNTS_SQL);
   const settingsRow = sqlite.prepare('SELECT overrides, version FROM settings_overrides WHERE id = 1');
   const settingsVersion = sqlite.prepare('SELECT version FROM settings_overrides WHERE id = 1').pluck();
@@ -562,10 +568,10 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
       const live = seq === undefined ? byLegacyId.get(id) as MessageRow | undefined : undefined;
       const rowSeq = seq ?? live?.seq;
       if (rowSeq !== undefined) {
-        const row = historyOfRow.get(rowSeq) as [string | null, number] | undefined;
+        const row = historyOfRow.get(rowSeq, id) as [string | null, number] | undefined;
         if (row !== undefined) return { entries: row[0] === null ? [] : decodeTimeline(withSendEntry(row[0], row[1])) };
       }
-      const gone = (seq === undefined ? archivedById.get(id) : archivedBySeq.get(seq)) as
+      const gone = (seq === undefined ? archivedById.get(id) : archivedBySeq.get(seq, id)) as
         | { id: string; queue: string; state: string; reason: string; timeline: string; createdAt: number; finishedAt: number }
         | undefined;
       if (!gone) return undefined;
@@ -641,7 +647,12 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     /** One message by id. */
     byId(id: string): MessageRow | undefined {
       const seq = seqOf(id);
-      return (seq === undefined ? byLegacyId.get(id) : bySeq.get(seq)) as MessageRow | undefined;
+      return (seq === undefined ? byLegacyId.get(id) : byNumericId.get(seq)) as MessageRow | undefined;
+    },
+    /** The seq of the live message with this id, or undefined (reads only the seq, not the row). */
+    seqOfId(id: string): number | undefined {
+      const seq = seqOf(id);
+      return (seq === undefined ? seqOfLegacyId.get(id) : seqOfNumericId.get(seq)) as number | undefined;
     },
     /** Row counts per queue and state (states with none left out). */
     counts(): { queue: string; state: MessageState; n: number }[] {

@@ -123,6 +123,30 @@ describe('migrating a 0.1.0 database holding a row whose snapshot is not JSON', 
   });
 });
 
+describe('ids of migrated 0.1.0 messages', () => {
+  it('a message keeps its UUID as its only id: the decimal string of its seq names nothing', async () => {
+    copyFileSync(FIXTURE, spools.path);
+    const spool = spools.open({ clock: createTestClock(1_796_051_700_000), config: { retention: { doneMs: 86_400_000 } } });
+    const before = (await spool.stats()).queues;
+    const seqs = readDb(spools.path, (c) => c.prepare('SELECT seq, legacy_id AS id FROM messages ORDER BY seq').all() as { seq: number; id: string }[]);
+    expect(seqs.every((r) => r.id !== null)).toBe(true);
+    const numbers = seqs.map((r) => String(r.seq));
+    for (const n of numbers) {
+      expect(await spool.get(n)).toBeUndefined();
+      expect(await spool.get(n, { history: true })).toBeUndefined();
+      expect(await spool.requeue(n)).toBe(0);
+    }
+    expect(await spool.remove(numbers)).toBe(0);
+    expect(await spool.requeue({ ids: numbers })).toBe(0);
+    expect((await spool.stats()).queues).toEqual(before);
+    // By its UUID each one still answers, and acts.
+    const dead = seqs.find((r) => r.id === ID.dead)!;
+    expect(await spool.get(ID.dead)).toMatchObject({ id: ID.dead, sequence: dead.seq, state: 'dead' });
+    expect(await spool.remove([ID.dead])).toBe(1);
+    expect(await spool.get(ID.dead)).toBeUndefined();
+  });
+});
+
 describe('editing migration 0002 after it shipped', () => {
   it('leaves a file already past it alone: drizzle runs migrations by created_at, not by hash', async () => {
     const first = spools.open();
