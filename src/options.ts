@@ -42,7 +42,13 @@ export const OPTION_DEFAULTS = {
 export const MAX_PAYLOAD_BYTES_LIMIT = 256 * 1024 * 1024;
 const optionsSchema = z.strictObject({
   // SQLite cuts a path at a NUL, so `a\0b` would open `a` and its lock file would be the database.
-  path: z.string().min(1).refine((p) => !p.includes('\0'), 'must not contain a NUL character'),
+  path: z
+    .string()
+    .min(1)
+    .refine((p) => !p.includes('\0'), 'must not contain a NUL character')
+    // SQLite's in-memory and URI names would be joined to the cwd (the lock file needs a real
+    // path) and become a file literally named so; an in-memory spool could not be shared anyway.
+    .refine((p) => p !== ':memory:' && !/^file:/i.test(p), "must be a file path, not ':memory:' or a file: URI (a file named so: write ./file:…)"),
   config: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
   durability: z.enum(['normal', 'full']).optional(),
   inspect: z.union([z.function(), z.object({}).loose()]).optional(),

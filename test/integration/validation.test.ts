@@ -140,6 +140,10 @@ describe('other coded errors', () => {
   it.each([
     ['no path', {}],
     ['an empty path', { path: '' }],
+    // Each became a file literally named so in the working directory.
+    ['the in-memory path', { path: ':memory:' }],
+    ['a file: URI', { path: 'file:spool.db?mode=memory' }],
+    ['a FILE: URI', { path: 'FILE:///tmp/spool.db' }],
     ['an unknown option', { path: 'x.db', colour: 'blue' }],
     ['a bad durability', { path: 'x.db', durability: 'sometimes' }],
     ['a bad maxPayloadBytes', { path: 'x.db', maxPayloadBytes: -1 }],
@@ -148,6 +152,11 @@ describe('other coded errors', () => {
   ])('createSpool() throws INVALID_OPTIONS for %s', (_name, options) => {
     const error = thrown(() => createSpool(options as never));
     expect(error.code).toBe('INVALID_OPTIONS');
+  });
+
+  it("createSpool() names why ':memory:' is refused", () => {
+    const error = thrown(() => createSpool({ path: ':memory:' }));
+    expect(error.message).toContain("path: must be a file path, not ':memory:' or a file: URI");
   });
 
   it('createSpool() throws INVALID_OPTIONS for a missing, malformed or invalid config file', () => {
