@@ -88,13 +88,31 @@ export function migrate(sqlite: Database.Database, guard?: MigrateGuard): void {
 /** The hash of Spool's first migration: every Spool database's migrations table has it (0000_init never changed). */
 export const FIRST_MIGRATION_HASH = migrations[0]!.hash;
 
-/** Refuses (INVALID_OPTIONS) a database whose migrations are another application's (see foreignMigrations). */
+/**
+ * Refuses (INVALID_OPTIONS) a database that is not a spool's: one whose migrations are another
+ * application's (see foreignMigrations), or one with tables but no migrations table at all.
+ */
 export function refuseForeign(sqlite: Database.Database): void {
   if (foreignMigrations(sqlite)) {
     throw new SpoolError('INVALID_OPTIONS', 'The database holds another drizzle-orm application\'s migrations (a __drizzle_migrations table without Spool\'s first migration): Spool needs a database file of its own, and would have written its migrations into that table', {
       details: { table: '__drizzle_migrations' },
     });
   }
+  // Spool's tables and its migrations table appear in one transaction, so tables without the
+  // latter are another program's: migrating would add Spool's tables beside them (or fail on a
+  // name both use) and the pragmas after this check would switch the file to WAL, as the CLI refuses.
+  const tables = foreignTables(sqlite);
+  if (tables.length > 0) {
+    throw new SpoolError('INVALID_OPTIONS', `The database is another program's (it has tables, ${tables.slice(0, 5).map((t) => JSON.stringify(t)).join(', ')}${tables.length > 5 ? ', …' : ''}, but none of Spool's migrations); Spool needs a database file of its own, and left this one as it was`, {
+      details: { tables: tables.slice(0, 20) },
+    });
+  }
+}
+
+/** The tables of a database without drizzle's migrations table (SQLite's own left out); none on a spool's or an empty file. */
+function foreignTables(sqlite: Database.Database): string[] {
+  const tables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").pluck().all() as string[];
+  return tables.includes('__drizzle_migrations') ? [] : tables;
 }
 
 /**

@@ -279,6 +279,32 @@ describe('what a migration refuses', () => {
     expect(fileDigest(spools.path)).toBe(before);
   });
 
+  it("another program's database (tables, no migrations table): INVALID_OPTIONS, untouched, as the CLI refuses it", async () => {
+    const conn = new Database(spools.path);
+    conn.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('alice')");
+    conn.close();
+    const before = fileDigest(spools.path);
+    const spool = spools.open();
+    // Before, Spool added its tables beside the program's and switched the file to WAL.
+    await expect(spool.send('jobs', 1)).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringContaining('"users"'), details: { tables: ['users'] } });
+    await spool.close();
+    expect(fileDigest(spools.path)).toBe(before);
+    expect(readDb(spools.path, (c) => c.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all())).toEqual(['users']);
+  });
+
+  it("another program's table named as one of Spool's: INVALID_OPTIONS before any pragma, the journal mode kept", async () => {
+    const conn = new Database(spools.path);
+    conn.exec("CREATE TABLE messages (body TEXT); INSERT INTO messages VALUES ('hi')");
+    conn.close();
+    const before = fileDigest(spools.path);
+    const spool = spools.open();
+    // Before, the migration failed on the name (STORAGE_ERROR) after the file had gone to WAL.
+    await expect(spool.send('jobs', 1)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    await spool.close();
+    expect(fileDigest(spools.path)).toBe(before);
+    expect(readDb(spools.path, (c) => c.pragma('journal_mode', { simple: true }))).toBe('delete');
+  });
+
   it('a file written by a newer Spool: NEWER_SCHEMA, and the file is left as it was', async () => {
     const first = spools.open();
     await first.send('jobs', 1);
