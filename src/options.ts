@@ -124,5 +124,7 @@ export function loadConfig(config: string | Record<string, unknown> | undefined)
     }
     throw error;
   }
-  return doc;
+  // A copy: the config is read once (README), and the caller's later edits of its object must not
+  // reach the running spool, unvalidated, at the next update().
+  return typeof config === 'string' ? doc : (JSON.parse(JSON.stringify(doc)) as JsonObject);
 }

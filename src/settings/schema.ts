@@ -140,8 +140,18 @@ export type QueueRateLimit = z.infer<typeof rateLimitSchema>;
 /** A queue's time budget. */
 export type QueueBudget = z.infer<typeof budgetSchema>;
 
+/**
+ * Freezes `value` and every object in it, and returns it: settings are handed out as they are,
+ * and a caller's edit of one would change the running spool with nothing validated or stored.
+ */
+export function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
+  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  return Object.freeze(value);
+}
+
 /** Built-in defaults: the lowest layer. */
-export const DEFAULT_SETTINGS: Settings = {
+export const DEFAULT_SETTINGS: Settings = deepFreeze({
   accepting: true,
   executor: { concurrency: 4 },
   processor: { pollIntervalMs: 1000, batchSize: 100 },
@@ -160,7 +170,7 @@ export const DEFAULT_SETTINGS: Settings = {
   retention: { doneMs: 0, deadMs: null },
   maintenance: { intervalMs: 60_000 },
   history: { enabled: true, retentionMs: 604_800_000 },
-};
+});
 
 /** A queue's own settings entry, if any (own properties only). */
 export function queueSettings(settings: Settings, queue: string): QueueSettings | undefined {

@@ -9,7 +9,7 @@ import { SpoolError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeZod, serializePayload } from '../validate.js';
 import { applyLayer, explainLayers, fillMissing, isObject, mergeOverrides, removePath, type JsonObject, type Layer } from './layers.js';
-import { DEFAULT_SETTINGS, settingsSchema, type Settings } from './schema.js';
+import { DEFAULT_SETTINGS, deepFreeze, settingsSchema, type Settings } from './schema.js';
 
 /** Where the overrides live: the repository's settings row, inside a transaction. */
 export interface OverridesStorage {
@@ -56,7 +56,7 @@ export function validateSettings(doc: unknown, code: 'INVALID_SETTINGS' | 'INVAL
   if (!result.success) {
     throw new SpoolError(code, `Invalid ${what}: ${describeZod(result.error)}`, { cause: result.error });
   }
-  return result.data;
+  return deepFreeze(result.data);
 }
 
 const DEFAULTS = DEFAULT_SETTINGS as unknown as JsonObject;
@@ -151,6 +151,10 @@ export function createSettingsStore(deps: {
 
   const effective = (layer: JsonObject) => validateSettings(layered(config, layer), 'INVALID_SETTINGS', 'settings');
 
+  /** Adopted values still to deliver, in order (see adopt). */
+  const unannounced: { next: Settings; version: number; source: 'local' | 'external'; initial: boolean }[] = [];
+  let announcing = false;
+
   function adopt(next: Settings, nextOverrides: JsonObject, nextVersion: number, source: 'local' | 'external') {
     // The first load is the starting point, not a change: nobody can have seen the value before it.
     const initial = version < 0;
@@ -160,8 +164,21 @@ export function createSettingsStore(deps: {
     if (json === currentJson) return;
     current = next;
     currentJson = json;
-    subject.next(next);
-    if (!initial) events.emit({ type: 'settings.changed', settings: next, version: nextVersion, source, at: clock.now() });
+    unannounced.push({ next, version: nextVersion, source, initial });
+    if (announcing) return;
+    // A settings$ subscriber may update() while a value is delivered: its value is delivered after
+    // this one reached every subscriber, never before it (the pools, subscribed last, would then
+    // be left on the older value), and the events follow in the same order.
+    announcing = true;
+    try {
+      for (let item = unannounced.shift(); item; item = unannounced.shift()) {
+        subject.next(item.next);
+        if (!item.initial) events.emit({ type: 'settings.changed', settings: item.next, version: item.version, source: item.source, at: clock.now() });
+      }
+    } finally {
+      announcing = false;
+      unannounced.length = 0;
+    }
   }
 
   /**

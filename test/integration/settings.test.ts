@@ -636,3 +636,53 @@ describe('settings$ and settings.changed', () => {
     expect(spool.supervisor.getSnapshot().context.paused).toEqual({ email: true });
   });
 });
+
+describe('settings are read once and handed out read-only', () => {
+  it('a later edit of the config object the spool was made with changes nothing, an invalid one breaks nothing', async () => {
+    // The store re-layered the caller's own object at every update: an edit went live unvalidated,
+    // and an invalid one made every later update() fail.
+    const config: { executor: { concurrency: number }; accepting?: boolean } = { executor: { concurrency: 2 } };
+    const spool = spools.open({ config });
+    expect(spool.settings.get().executor.concurrency).toBe(2);
+    config.executor.concurrency = 0;
+    config.accepting = false;
+    await spool.settings.update({ processor: { batchSize: 50 } });
+    expect(spool.settings.get()).toMatchObject({ accepting: true, executor: { concurrency: 2 }, processor: { batchSize: 50 } });
+  });
+
+  it('settings.get(), settings$ values and DEFAULT_SETTINGS are frozen: an edit throws and nothing changes', async () => {
+    const spool = spools.open();
+    const got = spool.settings.get();
+    expect(() => {
+      (got as { accepting: boolean }).accepting = false;
+    }).toThrow(TypeError);
+    expect(() => {
+      (got.executor as { concurrency: number }).concurrency = 99;
+    }).toThrow(TypeError);
+    expect(() => {
+      (DEFAULT_SETTINGS.executor as { concurrency: number }).concurrency = 0;
+    }).toThrow(TypeError);
+    expect(DEFAULT_SETTINGS.executor.concurrency).toBe(4);
+    await expect(spool.send('q', 1)).resolves.toBeTypeOf('string');
+  });
+
+  it('a settings$ subscriber that corrects a value with update() leaves the pools on the corrected one, events in version order', async () => {
+    // Its update was delivered inside the first delivery: the pools, subscribed after it, got the
+    // corrected 8 and then the stale 16, and settings.changed came out as version 2, then 1.
+    const spool = spools.open();
+    spool.settings.settings$.subscribe((s) => {
+      if (s.executor.concurrency > 8) void spool.settings.update({ executor: { concurrency: 8 } });
+    });
+    const versions: number[] = [];
+    spool.events$.subscribe((e) => e.type === 'settings.changed' && versions.push(e.version));
+    spool.register('q', () => {});
+    await spool.start();
+    const corrected = nextEvent<SettingsChangedEvent>(spool.events$, (e) => e.type === 'settings.changed' && e.settings.executor.concurrency === 8);
+    await spool.settings.update({ executor: { concurrency: 16 } });
+    await corrected;
+    expect(spool.settings.get().executor.concurrency).toBe(8);
+    expect((await spool.stats()).pools.default.concurrency).toBe(8);
+    expect(versions).toHaveLength(2);
+    expect(versions[0]).toBeLessThan(versions[1]!);
+  });
+});
