@@ -392,6 +392,9 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     `SELECT ${ROW_COLUMNS} FROM messages WHERE state IN ('activating', 'processing') AND (owner IS NULL OR owner = '${ABANDONED}') LIMIT ?`,
   );
   const bySeq = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ?`);
+  // A row a claim read earlier, if it is still a candidate (the claim compares its columns).
+  const candidateBySeq = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ? AND state = 'pending' AND ready = 1 AND head = 1`).raw();
+  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   const byLegacyId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE legacy_id = ?`);
   // A decimal id is the seq of a row without a legacy id only: a migrated 0.1.0 row answers to its UUID alone.
   const byNumericId = sqlite.prepare(`SELECT ${ROW_COLUMNS} FROM messages WHERE seq = ? AND legacy_id IS NULL`);
@@ -479,6 +482,15 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     candidates(queue: string, limit: number): MessageRow[] {
       const st = candidatesFor(limit);
       return ((st === candidates ? st.all(queue, limit) : st.all(queue)) as unknown[][]).map(toMessageRow);
+    },
+    /** Row `seq` as `candidates` would return it now, or undefined when it is no longer a candidate. */
+    candidate(seq: number): MessageRow | undefined {
+      const r = candidateBySeq.get(seq) as unknown[] | undefined;
+      return r === undefined ? undefined : toMessageRow(r);
+    },
+    /** `PRAGMA data_version`: changes when another connection commits to the database. */
+    dataVersion(): number {
+      return dataVersion.get() as number;
     },
     /** Applies a fenced transition; false when the row moved on (stale attempt). */
     write(t: RowTransition): boolean {

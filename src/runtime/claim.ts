@@ -15,7 +15,7 @@ import type { ControlGate } from './control.js';
 import { rowState, scheduledFields, transitionRow } from './message-codec.js';
 import { deadLetterCorrupt } from './transitions.js';
 import type { Pools } from './pools.js';
-import type { QueueTracker } from './queues.js';
+import type { QueueTracker, UnclaimedRows } from './queues.js';
 import type { ClaimResult, Inflight, SupervisorDeps } from './types.js';
 
 /** What a claim will query: per pool, the queues to take from and how many at most. */
@@ -51,6 +51,12 @@ export function createClaimer(
   // count, fence as well as a random UUID per claim, which cost ~2 µs a claim (and 36 bytes a row).
   const tokenPrefix = `${randomBytes(12).toString('base64url')}.`;
   let tokens = 0;
+  /** `PRAGMA data_version` when a claim last read or reused `unclaimed` (see chooseAmong). */
+  let seenVersion: number | undefined;
+  /** This claim compared it already. */
+  let versionChecked = false;
+  /** A claim ran and its commit was not reported (`committed`): it may have rolled back. */
+  let unconfirmed = false;
 
   function knowDelayed(at: number) {
     if (nextDelayed !== null && nextDelayed <= at) return;
@@ -70,6 +76,12 @@ export function createClaimer(
    * its savepoint entirely.
    */
   function plan(): ClaimPlan | null {
+    // The last claim's commit was not reported (the group rolled back: a busy file, a failed
+    // write): the queues it cooled and the rows it took from `unclaimed` may be pending still.
+    if (unconfirmed) {
+      unconfirmed = false;
+      queues.heatAll();
+    }
     const next = active() ? planNow() : null;
     // No claim, so no claim's commit will send the pending releases (executor.claimed): send
     // them now. (A claim that fails, or waits on a busy database, leaves them pending for the
@@ -100,6 +112,7 @@ export function createClaimer(
       // (and never dead-letters its messages as NO_CONSUMER).
       if (!consumers.has(queue) && (deps.directory.isSqs(queue) || settings.get().noConsumer === 'keep')) {
         queues.hot.delete(queue);
+        queues.unclaimed.delete(queue);
         continue;
       }
       const pool = pools.poolOf(queue);
@@ -117,6 +130,8 @@ export function createClaimer(
   function claim(p: ClaimPlan): ClaimResult {
     const { now, free } = p;
     let byPool = p.byPool;
+    unconfirmed = true;
+    versionChecked = false;
     if (p.promote) {
       const promoted = repo.promoteDue(now);
       nextDelayed = repo.nextDelayedAt();
@@ -148,33 +163,103 @@ export function createClaimer(
     return gate ? Math.min(want, gate.allowance(queue)) : want;
   }
 
+  /** Claim order: priority (highest first), then visible-at, then send order (seq). */
+  const order = (a: MessageRow, b: MessageRow) => b.priority - a.priority || a.visibleAt - b.visibleAt || a.seq - b.seq;
+
   /**
    * The best `want` rows across `members`, in priority, visible-at, send order, at most each
    * queue's cap: a queue held back by its limit leaves its share to the others of the pool.
    */
   function choose(members: string[], want: number): MessageRow[] {
     if (members.length === 1) {
-      const limit = capOf(members[0]!, want);
-      const rows = repo.candidates(members[0]!, limit);
-      if (rows.length < limit) queues.hot.delete(members[0]!);
-      return rows;
-    }
-    const all: MessageRow[] = [];
-    const fetched = new Map<string, number>();
-    const limits = new Map<string, number>();
-    for (const queue of members) {
+      const queue = members[0]!;
+      // Read afresh: rows it left at an earlier claim would no longer be known to be all it has.
+      queues.unclaimed.delete(queue);
       const limit = capOf(queue, want);
       const rows = repo.candidates(queue, limit);
-      fetched.set(queue, rows.length);
-      limits.set(queue, limit);
-      all.push(...rows);
+      if (rows.length < limit) queues.hot.delete(queue);
+      return rows;
     }
-    all.sort((a, b) => b.priority - a.priority || a.visibleAt - b.visibleAt || a.seq - b.seq);
-    const chosen = all.slice(0, want);
+    return chooseAmong(members, want, true) ?? chooseAmong(members, want, false)!;
+  }
+
+  /**
+   * `choose` over several queues. With `reuse`, a queue's candidates come from the rows an earlier
+   * claim read and left (queues.unclaimed) when they suffice, instead of a query per queue: the
+   * best rows of a pool are then found in one pass over what is known, and only queues whose
+   * known rows ran short are read. A reused row is taken only if it is still a candidate exactly
+   * as read; when one is not (a writer of this process that heats nothing took or changed it),
+   * the members' rows are forgotten and null returned, and the caller reads them all afresh.
+   */
+  function chooseAmong(members: string[], want: number, reuse: boolean): MessageRow[] | null {
+    if (!versionChecked) {
+      versionChecked = true;
+      // Another connection committed since: the rows earlier claims left may have moved on, and
+      // others may have come, so every queue is read afresh. (Read only here, where `unclaimed`
+      // is read or filled: a claim from one queue costs no more than before.)
+      const version = repo.dataVersion();
+      if (version !== seenVersion) {
+        queues.unclaimed.clear();
+        seenVersion = version;
+      }
+    }
+    const offers: { queue: string; left: UnclaimedRows | undefined }[] = [];
+    const reused = new Set<string>();
+    // The best `want` rows so far, in claim order (want is at most the pool's free slots).
+    const best: MessageRow[] = [];
+    for (const queue of members) {
+      const limit = capOf(queue, want);
+      let left = reuse ? queues.unclaimed.get(queue) : undefined;
+      let rows: MessageRow[];
+      if (left !== undefined && limit >= 1 && (left.complete || left.rows.length >= limit)) {
+        reused.add(queue);
+        rows = left.rows;
+      } else {
+        rows = repo.candidates(queue, limit);
+        left = limit >= 1 ? { rows, complete: rows.length < limit } : undefined;
+        if (left) queues.unclaimed.set(queue, left);
+        else queues.unclaimed.delete(queue);
+      }
+      const n = left ? Math.min(limit, rows.length) : rows.length;
+      offers.push({ queue, left });
+      for (let i = 0; i < n; i++) {
+        const row = rows[i]!;
+        // Each queue's rows come in claim order: once one misses the best, so do the rest.
+        if (best.length >= want && order(row, best[best.length - 1]!) > 0) break;
+        let at = best.length;
+        while (at > 0 && order(row, best[at - 1]!) < 0) at--;
+        best.splice(at, 0, row);
+        if (best.length > want) best.pop();
+      }
+    }
+    if (reused.size > 0) {
+      for (const row of best) {
+        if (!reused.has(row.queue) || same(repo.candidate(row.seq), row)) continue;
+        for (const queue of members) queues.unclaimed.delete(queue);
+        return null;
+      }
+    }
     const taken = new Map<string, number>();
-    for (const row of chosen) taken.set(row.queue, (taken.get(row.queue) ?? 0) + 1);
-    for (const [queue, n] of fetched) if (n < limits.get(queue)! && (taken.get(queue) ?? 0) === n) queues.hot.delete(queue);
-    return chosen;
+    for (const row of best) taken.set(row.queue, (taken.get(row.queue) ?? 0) + 1);
+    for (const { queue, left } of offers) {
+      const k = taken.get(queue) ?? 0;
+      // A cap below one (never kept in `unclaimed`): it stays hot, as the query's short answer proves nothing.
+      if (left === undefined) continue;
+      if (k > 0) left.rows = left.rows.slice(k);
+      // Cooled only when known to have no candidates left.
+      if (left.complete && left.rows.length === 0) {
+        queues.hot.delete(queue);
+        queues.unclaimed.delete(queue);
+      }
+    }
+    return best;
+  }
+
+  /** Whether `now` (a row read again) is `then` (the row as first read), column for column. */
+  function same(now: MessageRow | undefined, then: MessageRow): boolean {
+    if (now === undefined) return false;
+    for (const key of Object.keys(now) as (keyof MessageRow)[]) if (now[key] !== then[key]) return false;
+    return true;
   }
 
   function claimRow(row: MessageRow, pool: string, now: number, result: ClaimResult) {
@@ -251,7 +336,12 @@ export function createClaimer(
     if (row.grp !== null) queues.heat(row.queue);
   }
 
-  return { plan, claim, corrupt, knowDelayed, refreshDelayed };
+  /** The last claim's group transaction committed. */
+  function committed() {
+    unconfirmed = false;
+  }
+
+  return { plan, claim, committed, corrupt, knowDelayed, refreshDelayed };
 }
 
 /** The claim's type. */

@@ -206,6 +206,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         plan: claimer.plan,
         run: claimer.claim as (plan: unknown) => unknown,
         committed: (r) => {
+          claimer.committed();
           claimed(r as ClaimResult | null);
           executor.claimed(r as ClaimResult | null);
         },
