@@ -1,7 +1,9 @@
 /**
  * Layered settings documents: defaults ← config file ← database overrides. Pure functions over
  * plain JSON. In a layer, `null` removes the key from the effective document (a tombstone), so an
- * override can take away, say, a queue's executor that the config file defines.
+ * override can take away, say, a queue's executor that the config file defines. An object in a
+ * layer that holds `REPLACES: true` replaces the object below it instead of merging into it: that
+ * is how overrides remember a `null` that a later patch filled in (see mergeOverrides).
  */
 import { SpoolError } from '../errors.js';
 
@@ -16,6 +18,17 @@ function assertPlainKey(key: string): void {
   if (key === '__proto__') throw new SpoolError('INVALID_SETTINGS', 'Invalid settings: "__proto__" is not a valid key');
 }
 
+/**
+ * The marker key of an override object that cuts the layers below it off at its path. Not a valid
+ * setting key nor queue name, so it cannot collide; rows written before it read as they did.
+ */
+export const REPLACES = '$replaces';
+
+/** True when `value` is an object carrying the REPLACES marker. */
+function replaces(value: unknown): value is JsonObject {
+  return isObject(value) && value[REPLACES] === true;
+}
+
 /** True for a plain JSON object (not an array, not null). */
 export function isObject(value: unknown): value is JsonObject {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -26,8 +39,11 @@ export function applyLayer(base: JsonObject, layer: JsonObject): JsonObject {
   const out: JsonObject = { ...base };
   for (const [key, value] of Object.entries(layer)) {
     assertPlainKey(key);
+    // The marker is layering, not a setting: only `true` is one (any other value is left to the
+    // schema, which reports it as an unknown key).
+    if (key === REPLACES && value === true) continue;
     if (value === null) delete out[key];
-    else if (isObject(value) && isObject(out[key])) out[key] = applyLayer(out[key] as JsonObject, value);
+    else if (isObject(value) && isObject(out[key]) && !replaces(value)) out[key] = applyLayer(out[key] as JsonObject, value);
     else out[key] = isObject(value) ? applyLayer({}, value) : value;
   }
   return out;
@@ -49,12 +65,21 @@ export function fillMissing(doc: JsonObject, defaults: JsonObject): JsonObject {
   return out;
 }
 
-/** Merges a patch into an overrides document, keeping `null` tombstones (unlike applyLayer). */
+/**
+ * Merges a patch into an overrides document, keeping `null` tombstones (unlike applyLayer). An
+ * object patched over a tombstone keeps the removal as the REPLACES marker: merged plainly, it
+ * would merge over the config file's entry again and bring back what the `null` removed.
+ */
 export function mergeOverrides(overrides: JsonObject, patch: JsonObject): JsonObject {
   const out: JsonObject = { ...overrides };
   for (const [key, value] of Object.entries(patch)) {
     assertPlainKey(key);
-    out[key] = isObject(value) && isObject(out[key]) ? mergeOverrides(out[key] as JsonObject, value) : value;
+    // The marker is written only here: a patch naming it would cut the config off unasked.
+    if (key === REPLACES) throw new SpoolError('INVALID_SETTINGS', `Invalid settings: "${REPLACES}" is not a valid key`);
+    if (!isObject(value)) out[key] = value;
+    else if (isObject(out[key])) out[key] = mergeOverrides(out[key] as JsonObject, value);
+    else if (out[key] === null) out[key] = mergeOverrides({ [REPLACES]: true }, value);
+    else out[key] = mergeOverrides({}, value); // a copy, checked for the marker at every depth
   }
   return out;
 }
@@ -69,7 +94,10 @@ export function removePath(overrides: JsonObject, path: string[]): JsonObject {
     delete out[head];
   } else {
     const inner = removePath(out[head] as JsonObject, rest);
-    if (Object.keys(inner).length === 0) delete out[head];
+    const keys = Object.keys(inner);
+    if (keys.length === 0) delete out[head];
+    // Only the marker left: the removal it remembers stands, written back as the tombstone it was.
+    else if (keys.length === 1 && replaces(inner)) out[head] = null;
     else out[head] = inner;
   }
   return out;
@@ -101,7 +129,9 @@ export function leaves(doc: JsonObject, prefix: string[] = []): { path: string[]
 export function explainLayers(effective: JsonObject, config: JsonObject, overrides: JsonObject) {
   return leaves(effective).map(({ path, value }) => {
     const setBy = (layer: JsonObject) => path.some((_, i) => hasPath(layer, path.slice(0, i + 1)) && !isObject(get(layer, path.slice(0, i + 1))));
-    const layer: Layer = hasPath(overrides, path) || setBy(overrides) ? 'override' : hasPath(config, path) || setBy(config) ? 'config' : 'default';
+    // Under an override that REPLACES, the config file's value does not apply.
+    const cut = path.some((_, i) => replaces(get(overrides, path.slice(0, i + 1))));
+    const layer: Layer = hasPath(overrides, path) || setBy(overrides) ? 'override' : !cut && (hasPath(config, path) || setBy(config)) ? 'config' : 'default';
     return { path, value, layer };
   });
 }

@@ -400,6 +400,24 @@ describe('layers and persistence', () => {
     expect(again.settings.get().queues.email?.executor).toEqual({ concurrency: 2 });
   });
 
+  it('a null keeps the config file\'s queue entry away when a later patch sets another key of that queue', async () => {
+    const config = writeConfig({ queues: { email: { paused: true, maxAttempts: 9 } } });
+    const spool = spools.open({ config });
+    await spool.settings.update({ queues: { email: null } });
+    expect(spool.settings.get().queues.email).toBeUndefined();
+    await spool.settings.update({ queues: { email: { timeoutMs: 5000 } } });
+    // Merged plainly over the config again, this brought back paused: true and stopped the queue.
+    expect(spool.settings.get().queues.email).toEqual({ timeoutMs: 5000 });
+    await spool.close();
+
+    const again = spools.open({ config });
+    expect(again.settings.get().queues.email).toEqual({ timeoutMs: 5000 });
+    await again.settings.reset(['queues', 'email', 'timeoutMs']);
+    expect(again.settings.get().queues.email).toBeUndefined();
+    await again.settings.reset(['queues', 'email']);
+    expect(again.settings.get().queues.email).toEqual({ paused: true, maxAttempts: 9 });
+  });
+
   it('a config file changed between restarts changes the defaults, and overrides still win', async () => {
     const config = writeConfig({ executor: { concurrency: 3 }, processor: { batchSize: 50 } });
     const first = spools.open({ config });

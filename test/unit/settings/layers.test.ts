@@ -2,11 +2,13 @@ import { describe, expect, it } from 'vitest';
 import {
   applyLayer,
   explainLayers,
+  fillMissing,
   hasPath,
   isObject,
   leaves,
   mergeOverrides,
   removePath,
+  REPLACES,
   type JsonObject,
 } from '../../../src/settings/layers.js';
 
@@ -34,6 +36,13 @@ describe('settings layers', () => {
       const out = applyLayer(base, { gone: null, queues: { email: { executor: null } } });
       expect(out).toEqual({ keep: 1, queues: { email: { paused: true } } });
       expect(out).not.toHaveProperty('gone');
+    });
+
+    it('puts an object marked REPLACES in place of the base object instead of merging, and drops the marker', () => {
+      const out = applyLayer({ queues: { email: { paused: true, maxAttempts: 9 } } }, { queues: { email: { [REPLACES]: true, timeoutMs: 5 } } });
+      expect(out).toEqual({ queues: { email: { timeoutMs: 5 } } });
+      // Only `true` is the marker: anything else stays, for the schema to report as an unknown key.
+      expect(applyLayer({}, { a: { [REPLACES]: 1 } })).toEqual({ a: { [REPLACES]: 1 } });
     });
 
     it('removes a whole subtree with one null', () => {
@@ -85,7 +94,20 @@ describe('settings layers', () => {
       const tomb = mergeOverrides({ queues: { email: { paused: true } } }, { queues: { email: null } });
       expect(tomb).toEqual({ queues: { email: null } });
       const back = mergeOverrides(tomb, { queues: { email: { paused: false } } });
-      expect(back).toEqual({ queues: { email: { paused: false } } });
+      expect(back).toEqual({ queues: { email: { [REPLACES]: true, paused: false } } });
+      expect(mergeOverrides(back, { queues: { email: null } })).toEqual({ queues: { email: null } });
+    });
+
+    it('keeps a removal when a later patch fills the removed entry in: the config below stays cut off', () => {
+      const config: JsonObject = { queues: { email: { paused: true, maxAttempts: 9 } }, executor: { concurrency: 2 } };
+      let overrides = mergeOverrides({}, { queues: { email: null }, executor: null });
+      overrides = mergeOverrides(overrides, { queues: { email: { timeoutMs: 5000 } }, executor: { concurrency: 8 } });
+      overrides = mergeOverrides(overrides, { queues: { email: { backoff: { delayMs: 5 } } } });
+      expect(applyLayer(config, overrides)).toEqual({ queues: { email: { timeoutMs: 5000, backoff: { delayMs: 5 } } }, executor: { concurrency: 8 } });
+    });
+
+    it('refuses the marker key in a patch', () => {
+      expect(() => mergeOverrides({}, { queues: { email: { [REPLACES]: true } } })).toThrow(/is not a valid key/);
     });
 
     it('does not mutate the overrides it was given', () => {
@@ -119,6 +141,13 @@ describe('settings layers', () => {
     it('prunes parents left empty', () => {
       const out = removePath({ queues: { email: { executor: { concurrency: 2 } } }, accepting: true }, ['queues', 'email', 'executor', 'concurrency']);
       expect(out).toEqual({ accepting: true });
+    });
+
+    it('writes an entry left with only the marker back as the tombstone it remembers', () => {
+      const marked: JsonObject = { queues: { email: { [REPLACES]: true, timeoutMs: 5000, paused: false } } };
+      expect(removePath(marked, ['queues', 'email', 'timeoutMs'])).toEqual({ queues: { email: { [REPLACES]: true, paused: false } } });
+      expect(removePath(removePath(marked, ['queues', 'email', 'timeoutMs']), ['queues', 'email', 'paused'])).toEqual({ queues: { email: null } });
+      expect(removePath(marked, ['queues', 'email'])).toEqual({});
     });
 
     it('removes everything for an empty path', () => {
@@ -222,6 +251,18 @@ describe('settings layers', () => {
         'queueDefaults.maxAttempts': [3, 'default'],
         'queueDefaults.backoff': [['fixed', 10], 'config'],
         queues: [{}, 'default'],
+      });
+    });
+
+    it('credits the default, not the config, under an override that replaces the config entry', () => {
+      const config: JsonObject = { queueDefaults: { maxAttempts: 7, backoff: { delayMs: 50 } } };
+      const overrides: JsonObject = { queueDefaults: { [REPLACES]: true, backoff: { type: 'fixed' } } };
+      const effective = fillMissing(applyLayer(applyLayer(defaults, config), overrides), defaults);
+      const rows = Object.fromEntries(explainLayers(effective, config, overrides).map((e) => [e.path.join('.'), [e.value, e.layer]]));
+      expect(rows).toMatchObject({
+        'queueDefaults.maxAttempts': [3, 'default'],
+        'queueDefaults.backoff.type': ['fixed', 'override'],
+        'queueDefaults.backoff.delayMs': [1000, 'default'],
       });
     });
 
