@@ -223,7 +223,11 @@ export function createQueues(deps: {
       }
       if (fifo) refuseGroupless(name);
       // Settings first: a crash before the registry row leaves settings of a queue not yet made,
-      // which a retried create finds equal.
+      // which a retried create finds equal. They replace any entry left under the name (a delete
+      // that crashed, or one written by hand) rather than merge into it: a new queue starts from
+      // its own attributes, not a dead queue's. A queue in use (a push queue's row) keeps its
+      // settings: they are a live queue's, not leftovers.
+      if (!current) await settings.reset(['queues', name]);
       if (Object.keys(patch).length) await settings.update({ queues: { [name]: patch } });
       const now = clock.now();
       storage.transaction(() => storage.open().queues.createSqs(name, fifo, tags, now));
@@ -257,7 +261,11 @@ export function createQueues(deps: {
     async delete(name: string): Promise<void> {
       existing(name);
       await purgeAll(name, 'deleted');
-      if (Object.hasOwn(settings.get().queues, name)) await settings.reset(['queues', name]);
+      // Always: the cached settings.get() may predate another handle's create, and a stale entry
+      // left behind would be a later queue of the same name's. Not in the row's transaction:
+      // reset() is the store's own (it emits as it commits); a crash between them leaves the row,
+      // and a retried delete resets again.
+      await settings.reset(['queues', name]);
       storage.transaction(() => storage.open().queues.remove(name));
       directory.forget(name);
     },

@@ -44,6 +44,25 @@ describe('queues', () => {
     expect((await spool.stats()).queues.orders).toBeUndefined();
   });
 
+  it('a delete through a handle with a stale settings view still drops the queue\'s attributes; a re-create starts from the defaults', async () => {
+    const a = spools.open();
+    const b = spools.open();
+    b.settings.get(); // b has read the settings before a created the queue
+    await a.queues.create('orders', { delayMs: 5000, visibilityTimeoutMs: 1000 });
+    await b.queues.delete('orders');
+    expect(spools.open().settings.get().queues.orders).toBeUndefined();
+    await spools.open().queues.create('orders');
+    expect((await spools.open().queues.get('orders')).attributes).toMatchObject({ delayMs: 0, visibilityTimeoutMs: 30_000 });
+  });
+
+  it('a create replaces a settings entry left under its name rather than merge into it', async () => {
+    const spool = spools.open();
+    await spool.settings.update({ queues: { orders: { delayMs: 5000, visibilityTimeoutMs: 1000 } } });
+    await spool.queues.create('orders', { receiveWaitMs: 100 });
+    expect((await spool.queues.get('orders')).attributes).toMatchObject({ delayMs: 0, visibilityTimeoutMs: 30_000, receiveWaitMs: 100 });
+    expect(spool.settings.get().queues.orders).toEqual({ receiveWaitMs: 100 });
+  });
+
   it('attributes or tags that throw when read, or a tag named __proto__, are INVALID_ARGUMENT, and change nothing', async () => {
     const spool = spools.open();
     await spool.queues.create('kept', {}, { tags: { team: 'a' } });
