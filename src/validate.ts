@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { messageOf, SpoolError } from './errors.js';
+import { isPlainAttributes } from './queues/message-attributes.js';
 
 /**
  * Queue names: 1–80 characters of [A-Za-z0-9._-], except "__proto__" and names of dots only
@@ -292,7 +293,7 @@ export const sendOptionsSchema = z
      * z.record copies into a plain object, where an attribute named __proto__ would vanish.
      */
     attributes: z
-      .custom<Record<string, unknown>>((v) => v !== null && typeof v === 'object' && !Array.isArray(v), { message: 'expected an object of name → { type, value }' })
+      .custom<Record<string, unknown>>(isPlainAttributes, { message: 'expected a plain object of name → { type, value } (not a Map, an array or a class instance)' })
       .optional(),
     /** Refuse (QUEUE_NOT_FOUND) a queue that queues.create did not make, instead of creating a push queue. */
     mustExist: z.boolean().optional(),

@@ -30,11 +30,22 @@ function invalid(message: string, details: Record<string, unknown>): SpoolError 
   return new SpoolError('INVALID_ARGUMENT', message, { details });
 }
 
+/** The refusal of attributes that are not a plain object of name → { type, value }. */
+const ATTRIBUTES_NOT_PLAIN = 'attributes must be a plain object of name → { type, value } (not a Map, an array or a class instance)';
+
+/**
+ * True for a plain object (prototype Object.prototype or null): a Map's entries, or a class
+ * instance's accessors, are no own enumerable properties and would be dropped without a word.
+ */
+export function isPlainAttributes(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
 /** Checks attributes as SQS does; returns their size in bytes (names, types and values). */
 export function checkAttributes(attributes: unknown): { attributes: MessageAttributes; bytes: number } {
-  if (attributes === null || typeof attributes !== 'object' || Array.isArray(attributes)) {
-    throw invalid('attributes must be an object of name → { type, value }', { field: 'attributes' });
-  }
+  if (!isPlainAttributes(attributes)) throw invalid(ATTRIBUTES_NOT_PLAIN, { field: 'attributes' });
   const entries = Object.entries(attributes as Record<string, unknown>);
   if (entries.length > MAX_ATTRIBUTES) throw invalid(`A message has at most ${MAX_ATTRIBUTES} attributes, got ${entries.length}`, { field: 'attributes', max: MAX_ATTRIBUTES, value: entries.length });
   let bytes = 0;

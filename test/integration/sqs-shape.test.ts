@@ -405,6 +405,29 @@ describe('sends to SQS queues', () => {
     expect(isSpoolError(await rejection(spool.send('q', 'x', { group: 'g'.repeat(129) })), 'INVALID_ARGUMENT')).toBe(true);
   });
 
+  it('refuses attributes that are not a plain object (a Map, a class instance), which were stored as none', async () => {
+    const spool = spools.open();
+    await spool.queues.create('q');
+    const tenant = { type: 'String', value: 'acme' };
+    class Attrs {
+      get tenant() {
+        return tenant;
+      }
+    }
+    for (const attributes of [new Map([['tenant', tenant]]), new Attrs(), [tenant]]) {
+      for (const queue of ['q', 'push']) {
+        const error = await rejection(spool.send(queue, { n: 1 }, { attributes: attributes as never }));
+        expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('plain object') });
+        expect((await rejection(spool.sendBatch(queue, [{ n: 1 }], { attributes: attributes as never }))).code).toBe('INVALID_ARGUMENT');
+      }
+    }
+    expect((await spool.queues.get('q')).counts.visible).toBe(0);
+    // A null-prototype object is plain: it is how an attribute named __proto__ is given.
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { tenant });
+    const id = await spool.send('q', { n: 1 }, { attributes: bare as never });
+    expect((await spool.get(id))?.attributes).toEqual({ tenant });
+  });
+
   it("holds a message's own delay to SQS's 0–900,000 ms on a created queue, and stores nothing when refusing", async () => {
     const spool = spools.open();
     await spool.queues.create('q');
