@@ -190,6 +190,10 @@ function copyArray(walk: Walk, array: unknown[], depth: number): unknown[] {
     }
     copy.push(item);
   }
+  // JSON writes an array's indices only: a named property or a symbol key would be lost without a
+  // word. Object.keys also lists the indices, so a count above the length is a named property.
+  if (Object.keys(array).length !== length) throw walk.invalid(depth, 'is an array with named (non-index) properties, which JSON drops');
+  if (Object.getOwnPropertySymbols(array).length > 0) throw walk.invalid(depth, 'has symbol keys, which JSON drops');
   return copy;
 }
 

@@ -99,6 +99,9 @@ describe('serializePayload', () => {
     ['a function', { run: () => 1 }, 'Payload.run is a function'],
     ['a symbol', { s: Symbol('x') }, 'Payload.s is a symbol'],
     ['symbol keys', { [Symbol('k')]: 1 }, 'Payload has symbol keys'],
+    // JSON writes only an array's indices: these were stored without the named key or the symbol.
+    ['an array with a named property', { rows: Object.assign([1, 2], { total: 2 }) }, 'Payload.rows is an array with named (non-index) properties'],
+    ['an array with a symbol key', { list: Object.assign([1], { [Symbol('meta')]: 1 }) }, 'Payload.list has symbol keys'],
     ['a BigInt', { n: 10n }, 'Payload.n is a BigInt'],
     ['NaN nested', { a: [{ b: Number.NaN }] }, 'Payload.a[0].b is NaN'],
     ['Infinity nested', { a: { b: [0, Number.POSITIVE_INFINITY] } }, 'Payload.a.b[1] is Infinity'],
