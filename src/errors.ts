@@ -73,7 +73,7 @@ export class RetryAfterError extends Error {
 
   /** `delayMs`: how long to wait, in ms (≥ 0). */
   constructor(delayMs: number, message?: string) {
-    checkMs('RetryAfterError', 'delayMs', delayMs);
+    checkMs('RetryAfterError', 'delayMs', delayMs, false, MAX_DELAY_MS);
     super(message ?? `Retry after ${delayMs} ms`);
     this.name = 'RetryAfterError';
     this.delayMs = delayMs;
@@ -81,12 +81,20 @@ export class RetryAfterError extends Error {
 }
 
 /**
- * A duration or time given to the API: a finite number of ms, ≥ 0 unless `signed`; anything else
- * (NaN, a string, a Symbol) is INVALID_ARGUMENT naming `what` and `name`. Returns it.
+ * The longest delay a message can be given (send's `delayMs`, RetryAfterError, RateLimitError):
+ * ten years. Beyond it a value is a bug (2 ** 60 ms parks a message for good, at an epoch-ms time
+ * that is no longer an exact integer).
  */
-export function checkMs(what: string, name: string, ms: unknown, signed = false): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || (!signed && ms < 0)) {
-    throw new SpoolError('INVALID_ARGUMENT', `${what} expects ${name} to be a finite number of ms${signed ? '' : ' ≥ 0'}, got ${typeof ms === 'number' ? String(ms) : safeString(ms)}`);
+export const MAX_DELAY_MS = 10 * 365 * 86_400_000;
+
+/**
+ * A duration or time given to the API: a finite number of ms, ≥ 0 unless `signed`, at most `max`;
+ * anything else (NaN, a string, a Symbol) is INVALID_ARGUMENT naming `what` and `name`. Returns it.
+ */
+export function checkMs(what: string, name: string, ms: unknown, signed = false, max = Infinity): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || (!signed && ms < 0) || ms > max) {
+    const range = `${signed ? '' : ' ≥ 0'}${Number.isFinite(max) ? ` and ≤ ${max}` : ''}`;
+    throw new SpoolError('INVALID_ARGUMENT', `${what} expects ${name} to be a finite number of ms${range}, got ${typeof ms === 'number' ? String(ms) : safeString(ms)}`);
   }
   return ms;
 }
@@ -102,7 +110,7 @@ export class RateLimitError extends Error {
 
   /** `pauseMs`: how long the queue pauses, in ms (≥ 0). */
   constructor(pauseMs: number, message?: string) {
-    checkMs('RateLimitError', 'pauseMs', pauseMs);
+    checkMs('RateLimitError', 'pauseMs', pauseMs, false, MAX_DELAY_MS);
     super(message ?? `Rate limited: the queue pauses for ${pauseMs} ms`);
     this.name = 'RateLimitError';
     this.pauseMs = pauseMs;

@@ -1,7 +1,7 @@
 /** Validation at the edge: queue names, payloads, send options. Nothing invalid reaches storage. */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { messageOf, SpoolError } from './errors.js';
+import { MAX_DELAY_MS, messageOf, SpoolError } from './errors.js';
 import { isPlainAttributes } from './queues/message-attributes.js';
 
 /**
@@ -286,7 +286,7 @@ export const MAX_DATE_MS = 8_640_000_000_000_000;
 /** Options of `send()` and `sendBatch()`. */
 export const sendOptionsSchema = z
   .strictObject({
-    delayMs: z.number().int().min(0).max(10 * 365 * 86_400_000).optional(),
+    delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
     runAt: z.union([z.date(), z.number().int().min(0).max(MAX_DATE_MS)]).optional(),
     priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
     key: z.string().min(1).max(512).optional(),
