@@ -117,28 +117,20 @@ export async function runSweep(
       await io.pause(last);
     }
   }
-  let historyDeleted = 0;
-  if (plan.historyBefore !== undefined) {
-    const before = plan.historyBefore;
-    // Not messages: neither counted in `deleted` nor announced.
+  /** Deletes rows that are not messages (neither counted in `deleted` nor announced), a batch per step. */
+  const sweepRows = async (step: () => number): Promise<number> => {
+    let total = 0;
     for (;;) {
-      const n = await timed(() => runTransaction(sqlite, () => repo.sweepHistory(before, SWEEP_BATCH)));
-      historyDeleted += n;
-      if (n < SWEEP_BATCH) break;
+      const n = await timed(() => runTransaction(sqlite, step));
+      total += n;
+      if (n < SWEEP_BATCH) return total;
       await io.pause(last);
     }
-  }
-  let dedupeDeleted = 0;
-  if (plan.dedupeAt !== undefined) {
-    const at = plan.dedupeAt;
-    // An id's entry outlives its message; only its window keeps it, and a send adds one each.
-    for (;;) {
-      const n = await timed(() => runTransaction(sqlite, () => repo.sweepDedupeWindow(at, SWEEP_BATCH)));
-      dedupeDeleted += n;
-      if (n < SWEEP_BATCH) break;
-      await io.pause(last);
-    }
-  }
+  };
+  const { historyBefore, dedupeAt } = plan;
+  const historyDeleted = historyBefore === undefined ? 0 : await sweepRows(() => repo.sweepHistory(historyBefore, SWEEP_BATCH));
+  // An id's entry outlives its message; only its window keeps it, and a send adds one each.
+  const dedupeDeleted = dedupeAt === undefined ? 0 : await sweepRows(() => repo.sweepDedupeWindow(dedupeAt, SWEEP_BATCH));
   let freedPages = 0;
   // Outside auto_vacuum = INCREMENTAL a step is a no-op and the freelist never shrinks, so the
   // loop would never end; the free pages then stay for SQLite to reuse.
