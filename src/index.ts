@@ -1,6 +1,6 @@
 /** Spool's public surface: named exports, nothing else. */
 export { createSpool } from './spool.js';
-export type { QueueMap, QueueName, PayloadOf, HandlerPayload, Chosen } from './typed-queues.js';
+export type { QueueMap, QueueMapLike, QueueName, PayloadOf, SendPayload, HandlerPayload, Chosen } from './typed-queues.js';
 export type { Spool, SpoolStats, QueueCounts, RequeueFilter, SpoolStatus, MessageWithHistory, RemovedHistory, Telemetry, BrowsePage, BrowseQuery } from './spool.js';
 export type { HistoryEntry } from './runtime/history.js';
 export type { SpoolOptions } from './options.js';

@@ -28,7 +28,7 @@ import { createSqsCalls, type ReceivedMessage, type ReceiveOptions } from './pul
 import { createQueueDirectory } from './queues/directory.js';
 import { createQueues, type Queues } from './queues/registry.js';
 import { createStorage } from './storage.js';
-import type { HandlerPayload, PayloadOf, QueueMap, QueueName } from './typed-queues.js';
+import type { HandlerPayload, PayloadOf, QueueMap, QueueMapLike, QueueName, SendPayload } from './typed-queues.js';
 import { assertQueueName, type SendOptions } from './validate.js';
 
 export type { QueueCounts, RequeueFilter, SpoolStats, MessageWithHistory, RemovedHistory, Telemetry } from './operations.js';
@@ -36,15 +36,15 @@ export type { BrowsePage, BrowseQuery } from './browse.js';
 export type { SpoolStatus } from './lifecycle.js';
 
 /** The embedding application's handle on one spool file. */
-export interface Spool<Q extends QueueMap = QueueMap> {
+export interface Spool<Q extends QueueMapLike = QueueMap> {
   /** Registers the consumer of `queue`; one per queue (DUPLICATE_CONSUMER otherwise). */
   register<P = never, K extends QueueName<Q> = QueueName<Q>>(queue: K, handler: Handler<HandlerPayload<Q, K, P>>): void;
   /** Recovers in-flight rows, then claims and runs messages. Idempotent. */
   start(): Promise<void>;
   /** Stores a message; resolves with its id once the row is committed. */
-  send<K extends QueueName<Q>>(queue: K, payload: PayloadOf<Q, K>, options?: SendOptions): Promise<string>;
+  send<K extends QueueName<Q>>(queue: K, payload: SendPayload<Q, K>, options?: SendOptions): Promise<string>;
   /** Stores every payload in one transaction, or none; resolves with the ids in order. */
-  sendBatch<K extends QueueName<Q>>(queue: K, payloads: readonly PayloadOf<Q, K>[], options?: SendOptions): Promise<string[]>;
+  sendBatch<K extends QueueName<Q>>(queue: K, payloads: readonly SendPayload<Q, K>[], options?: SendOptions): Promise<string[]>;
   /** A message by id; undefined once done and deleted. With `{ history: true }`, its committed transitions too. */
   get(id: string, options: { history: true }): Promise<MessageWithHistory | undefined>;
   get(id: string, options?: { history?: boolean }): Promise<MessageInfo | undefined>;
@@ -105,7 +105,7 @@ export interface Spool<Q extends QueueMap = QueueMap> {
  * // Typed queues: a wrong payload for 'email' fails to compile.
  * const typed = createSpool<{ email: { to: string } }>({ path: 'data/spool.db' });
  */
-export function createSpool<Q extends QueueMap = QueueMap>(options: SpoolOptions): Spool<Q> {
+export function createSpool<Q extends QueueMapLike = QueueMap>(options: SpoolOptions): Spool<Q> {
   // A thin facade (pg-boss's index.ts): each part is built once, and each method forwards to it.
   const opts = parseOptions(options);
   const { clock } = opts;

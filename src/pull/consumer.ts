@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { SpoolError } from '../errors.js';
-import type { HandlerPayload, QueueMap, QueueName } from '../typed-queues.js';
+import type { HandlerPayload, QueueMap, QueueMapLike, QueueName } from '../typed-queues.js';
 import type { QueueDirectory } from '../queues/directory.js';
 import { pullOwner, type Leased } from '../runtime/lease.js';
 import { assertQueueName, assertSignal, optionsObject, readInput } from '../validate.js';
@@ -50,7 +50,7 @@ export interface WaitOptions {
 }
 
 /** A Q4M owner-mode consumer. */
-export interface Consumer<Q extends QueueMap = QueueMap> {
+export interface Consumer<Q extends QueueMapLike = QueueMap> {
   /** This consumer's id (the `owner` of its leases). */
   readonly id: string;
   /** Ends what it owns, then waits for a message of `queues` (earlier ones first) and owns it. */

@@ -54,6 +54,50 @@ describe('typed queues', () => {
     expect(received[0]?.body).toEqual({ sku: 'A-1' });
   });
 
+  it('takes a map declared as an interface, which has no index signature', async () => {
+    interface InterfaceQueues {
+      email: Email;
+      report: Report;
+    }
+    const spool = createSpool<InterfaceQueues>({ path: spools.path });
+    spools.onCleanup(() => spool.close());
+    spool.register('report', (message) => {
+      expectTypeOf(message.payload).toEqualTypeOf<Report>();
+    });
+    await spool.send('email', { to: 'a@b.c' });
+    // @ts-expect-error wrong payload for 'email'
+    await expect(spool.send('email', { month: 3 })).resolves.toEqual(expect.any(String));
+    // @ts-expect-error a queue the interface does not declare
+    await expect(spool.send('sms', {})).resolves.toEqual(expect.any(String));
+    const consumer = spool.consumer();
+    const pulled = await consumer.wait('email', { timeoutMs: 0 });
+    expectTypeOf(pulled).toEqualTypeOf<PulledMessage<Email> | null>();
+    expect(pulled?.payload).toEqual({ to: 'a@b.c' });
+    await consumer.close();
+  });
+
+  it('a send to a name known only as a union takes a payload that fits every queue of the union', async () => {
+    const spool = createSpool<AppQueues>({ path: spools.path });
+    spools.onCleanup(() => spool.close());
+    const pick = (n: number): 'email' | 'report' => (n > 0 ? 'email' : 'report');
+    const name = pick(1);
+    expectTypeOf(spool.send<typeof name>).parameter(1).toEqualTypeOf<Email & Report>();
+    // @ts-expect-error an email alone may be sent to 'report'
+    await expect(spool.send(name, { to: 'a@b.c' })).resolves.toEqual(expect.any(String));
+    // @ts-expect-error the same for each payload of a batch
+    await expect(spool.sendBatch(name, [{ month: 1 }])).resolves.toHaveLength(1);
+    await spool.send(name, { to: 'a@b.c', month: 1 });
+    // A queue whose payload is itself a union keeps it whole for one name.
+    const unions = createSpool<{ either: string | number }>({ path: spools.path });
+    expectTypeOf(unions.send<'either'>).parameter(1).toEqualTypeOf<string | number>();
+    // Reads still see any payload of the union.
+    const consumer = spool.consumer();
+    const pulled = await consumer.wait([name], { timeoutMs: 0 });
+    expectTypeOf(pulled).toEqualTypeOf<PulledMessage<Email | Report> | null>();
+    expect(pulled?.payload).toEqual({ to: 'a@b.c' });
+    await consumer.close();
+  });
+
   it('without a map every name is allowed and payloads are unknown; register<P> still narrows', () => {
     const spool: Spool = spools.open();
     expectTypeOf(spool.send).parameter(1).toEqualTypeOf<unknown>();
