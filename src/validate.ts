@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { MAX_DELAY_MS, messageOf, SpoolError } from './errors.js';
+import { isPlainPrototype } from './plain-object.js';
 import { isPlainAttributes } from './queues/message-attributes.js';
 
 /**
@@ -199,7 +200,7 @@ function copyArray(walk: Walk, array: unknown[], depth: number): unknown[] {
 
 function copyProperties(walk: Walk, object: object, depth: number): Record<string, unknown> {
   const proto: unknown = Object.getPrototypeOf(object);
-  if (proto !== Object.prototype && proto !== null) {
+  if (proto !== Object.prototype && !isPlainPrototype(proto)) {
     const name = (proto as { constructor?: { name?: string } } | undefined)?.constructor?.name;
     throw walk.invalid(depth, `is a ${name ?? 'non-plain object'}, not a plain JSON object`);
   }

@@ -5,6 +5,7 @@
  * character set on an SQS queue, and FIFO ids.
  */
 import { SpoolError } from '../errors.js';
+import { isPlainPrototype } from '../plain-object.js';
 
 /** One attribute: a String, Number or Binary type (optionally with a `.suffix`) and its value. */
 export interface MessageAttribute {
@@ -34,13 +35,12 @@ function invalid(message: string, details: Record<string, unknown>): SpoolError 
 const ATTRIBUTES_NOT_PLAIN = 'attributes must be a plain object of name → { type, value } (not a Map, an array or a class instance)';
 
 /**
- * True for a plain object (prototype Object.prototype or null): a Map's entries, or a class
+ * True for a plain object (see plain-object.ts): a Map's entries, or a class
  * instance's accessors, are no own enumerable properties and would be dropped without a word.
  */
 export function isPlainAttributes(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  return isPlainPrototype(Object.getPrototypeOf(value));
 }
 
 /** Checks attributes as SQS does; returns their size in bytes (names, types and values). */

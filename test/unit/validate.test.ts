@@ -1,4 +1,6 @@
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { checkAttributes } from '../../src/queues/message-attributes.js';
 import { assertQueueName, canonicalJson, contentKey, serializePayload } from '../../src/validate.js';
 import { thrown } from '../helpers/errors.js';
 
@@ -59,6 +61,8 @@ describe('serializePayload', () => {
     ['the text of a surrogate escape (a backslash, then "ud800")', { text: '\\ud800', ['\\udc00']: '\\\\ud83d' }],
     ['control characters (escaped as \\u00XX)', { text: 'a\u0001b\u001f' }],
     ['a null-prototype object', Object.assign(Object.create(null), { a: 1 })],
+    // Another realm's Object.prototype is not this one's: such objects were refused as not plain.
+    ['plain data made in another realm (a vm context)', runInNewContext('({ a: 1, list: [1, { b: [2] }], none: null })')],
   ])('accepts %s and returns its JSON', (_, payload) => {
     const json = serializePayload(payload, LIMIT);
     expect(json).toBe(JSON.stringify(payload));
@@ -123,6 +127,13 @@ describe('serializePayload', () => {
     ['a plain object with toJSON', { v: { toJSON: () => 'x' } }, 'Payload.v has a toJSON method'],
     ['an array with toJSON', { v: Object.assign([1], { toJSON: () => 'x' }) }, 'Payload.v has a toJSON method'],
     ['a wide cycle (every key back to the root)', wideCycle, 'Payload.k0 is circular'],
+    ['a class instance from another realm', { p: runInNewContext('new (class Remote {})()') }, 'Payload.p is a Remote'],
+    ['a Date from another realm', { when: runInNewContext('new Date(0)') }, 'Payload.when is a Date'],
+    [
+      'an object under a prototype that only looks like Object.prototype',
+      { f: Object.create(Object.assign(Object.create(null), { constructor: function Object() {} })) },
+      'Payload.f is a Object, not a plain JSON object',
+    ],
     ['NaN below the depth the fast walk follows', nested(40, Number.NaN), `Payload${'.n'.repeat(40)} is NaN`],
   ];
   it.each(rejected)('rejects %s with INVALID_PAYLOAD naming the path', (_, payload, message) => {
@@ -311,5 +322,14 @@ describe('canonicalJson and contentKey', () => {
     const json = serializePayload(JSON.parse('{"b":2,"__proto__":{"a":1}}'), LIMIT);
     expect(canonicalJson(json)).toBe('{"__proto__":{"a":1},"b":2}');
     expect(contentKey(json)).not.toBe(contentKey('{"b":2}'));
+  });
+});
+
+describe('checkAttributes', () => {
+  it('takes attributes made in another realm as plain, and still refuses a Map from there', () => {
+    const remote: unknown = runInNewContext(`({ tenant: { type: 'String', value: 'acme' } })`);
+    expect(checkAttributes(remote).attributes).toEqual({ tenant: { type: 'String', value: 'acme' } });
+    const error = thrown(() => checkAttributes(runInNewContext(`new Map([['tenant', { type: 'String', value: 'acme' }]])`)));
+    expect(error.code).toBe('INVALID_ARGUMENT');
   });
 });
