@@ -110,7 +110,8 @@ export function verifySignature(request: SignedRequest, options: SigV4Options): 
     request.method.toUpperCase(),
     path,
     canonicalQuery(query),
-    ...scope.signedHeaders.map((name) => `${name}:${canonicalHeaderValue(request.headers[name])}`),
+    // Own headers only: a signed name such as `constructor` must not read Object.prototype (a 500).
+    ...scope.signedHeaders.map((name) => `${name}:${canonicalHeaderValue(Object.hasOwn(request.headers, name) ? request.headers[name] : undefined)}`),
     '',
     scope.signedHeaders.join(';'),
     payloadHash,

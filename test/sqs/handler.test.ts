@@ -349,6 +349,26 @@ describe('strict auth (SigV4)', () => {
     expect((await callQuery(endpoint, 'ListQueues')).text).toContain('<Code>IncompleteSignature</Code>');
   });
 
+  it('rejects SignedHeaders naming Object.prototype members (constructor, __proto__) with a 403, not a 500', async () => {
+    const errors: unknown[] = [];
+    const { endpoint } = await start(failingBackend(() => new Error('must not be called')), { auth, onError: (error) => errors.push(error) });
+    const amzDate = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+    for (const extra of ['constructor', '__proto__', 'toString']) {
+      const response = await call(endpoint, {
+        headers: {
+          'content-type': 'application/x-amz-json-1.0',
+          'x-amz-target': 'AmazonSQS.ListQueues',
+          'x-amz-date': amzDate,
+          authorization: `AWS4-HMAC-SHA256 Credential=AKIDLOCAL/${amzDate.slice(0, 8)}/us-east-1/sqs/aws4_request, SignedHeaders=host;${extra};x-amz-date, Signature=${'0'.repeat(64)}`,
+        },
+        body: '{}',
+      });
+      expect(response.status).toBe(403);
+      expect(JSON.parse(response.text)).toMatchObject({ __type: 'com.amazonaws.sqs#SignatureDoesNotMatch' });
+    }
+    expect(errors).toEqual([]);
+  });
+
   it('accepts any request, signed or not, by default', async () => {
     const { endpoint } = await start(failingBackend(() => spoolError('QUEUE_NOT_FOUND')));
     expect(JSON.parse((await callJson(endpoint, 'ListQueues', {})).text)).toMatchObject({ __type: 'com.amazonaws.sqs#QueueDoesNotExist' });
