@@ -61,7 +61,8 @@ export const QUEUE_ATTRIBUTE_NAMES: readonly string[] = [
 export function attributesFromWire(attributes: StringMap, mode: 'create' | 'update'): Writable {
   const patch: Writable = {};
   for (const [name, value] of Object.entries(attributes)) {
-    const field = SECONDS[name];
+    // Own keys only: `toString` or `constructor` must be an unknown name, not an inherited member.
+    const field = Object.hasOwn(SECONDS, name) ? SECONDS[name] : undefined;
     if (field !== undefined) patch[field] = integer(name, value) * 1000;
     else if (name === 'MaximumMessageSize') patch.maxPayloadBytes = integer(name, value);
     else if (name === 'RedrivePolicy') patch.deadLetter = redrivePolicyFromWire(value);

@@ -167,6 +167,18 @@ describe('queue attributes (§9.5)', () => {
     expect(await rejection(c.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['Nope' as never] })))).toBeInstanceOf(InvalidAttributeName);
   });
 
+  it('an attribute named like an Object.prototype member (toString, constructor, __proto__) is InvalidAttributeName', async () => {
+    const sqs = await start();
+    const c = sqs.client();
+    const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'orders' }));
+    for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) {
+      const Attributes = Object.defineProperty({}, name, { value: '5', enumerable: true });
+      expect(await rejection(c.send(new CreateQueueCommand({ QueueName: 'other', Attributes })))).toBeInstanceOf(InvalidAttributeName);
+      expect(await rejection(c.send(new SetQueueAttributesCommand({ QueueUrl, Attributes })))).toBeInstanceOf(InvalidAttributeName);
+    }
+    expect(await sqs.spool.queues.list()).toEqual(['orders']);
+  });
+
   it('SetQueueAttributes changes attributes in seconds and GetQueueAttributes reads them back', async () => {
     const c = (await start()).client();
     const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'orders' }));
