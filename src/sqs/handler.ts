@@ -39,6 +39,13 @@ type Protocol = 'json' | 'query';
 /** Builds the SQS handler over a spool (anything with the `SqsBackend` methods). Throws INVALID_OPTIONS. */
 export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions = {}): SqsRequestHandler {
   const resolved = resolveSqsHandlerOptions(options);
+  // Long polls in progress. One listener on the shutdown signal ends them all: a listener per poll
+  // would make Node warn of a leak (MaxListenersExceededWarning) past 10 concurrent polls.
+  const polls = new Set<AbortController>();
+  const endPolls = () => {
+    for (const poll of polls) poll.abort();
+  };
+  resolved.signal?.addEventListener('abort', endPolls, { once: true });
 
   async function handle(req: IncomingMessage, res: ServerResponse, next: ((error?: unknown) => void) | undefined): Promise<void> {
     const protocol = detectProtocol(req);
@@ -65,7 +72,6 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
     const onClose = () => {
       if (!res.writableEnded) controller?.abort();
     };
-    const onShutdown = () => controller?.abort();
     try {
       const body = await readBody(req, resolved.maxBodyBytes);
       const url = req.url ?? '/';
@@ -83,7 +89,7 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
       if (op === 'ReceiveMessage') {
         controller = new AbortController();
         res.on('close', onClose);
-        resolved.signal?.addEventListener('abort', onShutdown, { once: true });
+        polls.add(controller);
         // req.destroyed is already true once the body is read; the response tells whether the socket is gone.
         if (resolved.signal?.aborted || res.destroyed) controller.abort();
       }
@@ -115,7 +121,7 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
     } finally {
       if (controller) {
         res.off('close', onClose);
-        resolved.signal?.removeEventListener('abort', onShutdown);
+        polls.delete(controller);
       }
     }
   }

@@ -398,6 +398,32 @@ describe('long polls', () => {
     await backend.aborted;
   });
 
+  it('hold no listener per poll on the shutdown signal: 12 concurrent polls raise no MaxListenersExceededWarning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    cleanups.push(() => void process.off('warning', onWarning));
+    const blocking = blockingReceiveBackend();
+    let started = 0;
+    let allStarted: () => void = () => {};
+    const all = new Promise<void>((resolve) => (allStarted = resolve));
+    const backend = {
+      ...blocking,
+      receive: (...args: Parameters<typeof blocking.receive>) => {
+        if (++started === 12) allStarted();
+        return blocking.receive(...args);
+      },
+    };
+    const shutdown = new AbortController();
+    const { endpoint } = await start(backend, { signal: shutdown.signal });
+    const pending = Array.from({ length: 12 }, () => callJson(endpoint, 'ReceiveMessage', { QueueUrl: QUEUE_URL, WaitTimeSeconds: 20 }));
+    await all;
+    shutdown.abort();
+    for (const r of await Promise.all(pending)) expect(JSON.parse(r.text)).toEqual({});
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(warnings.map((w) => w.name)).not.toContain('MaxListenersExceededWarning');
+  });
+
   it('return no messages at once when the handler’s shutdown signal aborts', async () => {
     const backend = blockingReceiveBackend();
     const shutdown = new AbortController();
