@@ -107,7 +107,7 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
           }));
         },
         get region() {
-          return (region ??= resolved.region ?? parseAuthorization(header(req, 'authorization'))?.region ?? SQS_HANDLER_DEFAULTS.region);
+          return (region ??= resolved.region ?? signedRegion(header(req, 'authorization')) ?? SQS_HANDLER_DEFAULTS.region);
         },
         accountId: SQS_HANDLER_DEFAULTS.accountId,
         ...(controller ? { signal: controller.signal } : {}),
@@ -177,6 +177,12 @@ function foreignHost(req: IncomingMessage, allowedHosts: readonly string[]): str
   const host = header(req, 'host') ?? '';
   const name = hostNameOf(host);
   return loopback.includes(name) || allowedHosts.includes(name) ? undefined : host;
+}
+
+/** The region of the SigV4 scope when it is a hostname label (what an SDK signs with); else undefined, so ARNs stay parseable. */
+function signedRegion(authorization: string | undefined): string | undefined {
+  const region = parseAuthorization(authorization)?.region;
+  return region !== undefined && /^[A-Za-z0-9-]{1,63}$/.test(region) ? region : undefined;
 }
 
 /** JSON when `X-Amz-Target` or an `application/x-amz-json*` type is there; Query for a form body or `?Action=`. */

@@ -27,7 +27,8 @@ export interface RequestOrigin {
 const HOST = /^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const NAME = /^[A-Za-z0-9_.-]{1,80}$/;
 const ACCOUNT = /^\d{12}$/;
-const ARN = /^arn:[a-z-]+:sqs:[a-z0-9-]*:\d{12}:([A-Za-z0-9_.-]{1,80})$/;
+// The region may be any a client signs with (a hostname label: `Local` is one), since ARNs carry it.
+const ARN = /^arn:[a-z-]+:sqs:[A-Za-z0-9-]*:\d{12}:([A-Za-z0-9_.-]{1,80})$/;
 
 /**
  * The base of every queue URL: `publicUrl` without its trailing slash, else `http(s)://<Host>`.

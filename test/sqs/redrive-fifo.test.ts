@@ -6,6 +6,7 @@
 import {
   CreateQueueCommand,
   DeleteMessageCommand,
+  GetQueueAttributesCommand,
   ListDeadLetterSourceQueuesCommand,
   ReceiveMessageCommand,
   ResourceNotFoundException,
@@ -19,6 +20,7 @@ import { rejection } from './helpers/sdk.js';
 import { describe, expect, it } from 'vitest';
 import { createTestClock } from '../helpers/test-clock.js';
 import { useSqsFixtures } from './helpers/fixture.js';
+import { call } from './helpers/serve.js';
 
 const start = useSqsFixtures();
 
@@ -70,6 +72,23 @@ describe('redrive to a dead-letter queue (§9.11)', () => {
     expect(TaskHandle).toMatch(/\S/);
     expect(await receive(c, dlqUrl)).toEqual([]);
     expect((await receive(c, QueueUrl)).map((m) => m.Body)).toEqual(['retry me']);
+  });
+
+  it('takes back the ARNs it hands out, whatever region the client signs with', async () => {
+    const sqs = await start();
+    const c = sqs.client({ region: 'Local' });
+    const { QueueUrl: dlqUrl = '' } = await c.send(new CreateQueueCommand({ QueueName: 'orders-dlq' }));
+    const QueueArn = (await c.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn ?? '';
+    expect(QueueArn).toBe('arn:aws:sqs:Local:000000000000:orders-dlq');
+    await c.send(new CreateQueueCommand({ QueueName: 'orders', Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: QueueArn, maxReceiveCount: 2 }) } }));
+    expect((await c.send(new StartMessageMoveTaskCommand({ SourceArn: QueueArn }))).TaskHandle).toMatch(/\S/);
+    // A raw client's scope region that is no hostname label (`a:b`) is not echoed into ARNs.
+    const scope = 'AWS4-HMAC-SHA256 Credential=x/20260101/a:b/sqs/aws4_request, SignedHeaders=host, Signature=' + '0'.repeat(64);
+    const raw = await call(sqs.endpoint, {
+      headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.GetQueueAttributes', authorization: scope },
+      body: JSON.stringify({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn', 'RedrivePolicy'] }),
+    });
+    expect(JSON.parse(raw.text)).toEqual({ Attributes: { QueueArn: arn('orders-dlq') } });
   });
 
   it('StartMessageMoveTask on a queue that does not exist is ResourceNotFoundException', async () => {
