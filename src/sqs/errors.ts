@@ -100,6 +100,15 @@ export function missingParameter(parameter: string): SqsError {
 }
 
 function describe(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  const text = typeof value === 'string' ? value : shown(value);
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/** JSON text of a parsed value; one nested too deep for JSON.stringify's stack (a 20 KB body suffices) is named by its kind. */
+function shown(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return Array.isArray(value) ? '[…]' : '{…}';
+  }
 }

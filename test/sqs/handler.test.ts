@@ -286,6 +286,23 @@ describe('checks only the wire makes, before any library call', () => {
     });
   }
 
+  it('refuses a member nested too deep to print (a 200 KB body) with InvalidParameterValue, not a 500', async () => {
+    const backend = failingBackend(() => new Error('must not be called'));
+    const errors: unknown[] = [];
+    const { endpoint } = await start(backend, { onError: (error) => errors.push(error) });
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    for (const [operation, body] of [
+      ['SendMessage', `{"QueueUrl":${deep},"MessageBody":"x"}`],
+      ['CreateQueue', `{"QueueName":"q","Attributes":{"VisibilityTimeout":${deep}}}`],
+    ] as const) {
+      const r = await call(endpoint, { headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': `AmazonSQS.${operation}` }, body });
+      expect(r.status).toBe(400);
+      expect(JSON.parse(r.text)).toMatchObject({ __type: 'com.amazonaws.sqs#InvalidParameterValue' });
+    }
+    expect(errors).toEqual([]);
+    expect(backend.calls).toEqual([]);
+  });
+
   it('refuses a queue URL with a dot segment as QueueDoesNotExist without asking the library', async () => {
     const backend = failingBackend(() => new Error('must not be called'));
     const { endpoint } = await start(backend);
