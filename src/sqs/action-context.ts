@@ -11,6 +11,8 @@ export interface ActionContext {
   region: string;
   /** Account id in URLs and ARNs. */
   accountId: string;
+  /** Reports a failure answered as InternalFailure inside a 200 (a batch entry's), as the handler reports a whole call's. */
+  onError?: (error: unknown) => void;
   /** ReceiveMessage only: aborts when the client disconnects or the server shuts down; the long poll then returns no messages. */
   signal?: AbortSignal;
 }

@@ -110,6 +110,7 @@ export function createSqsHandler(spool: SqsBackend, options: SqsHandlerOptions =
           return (region ??= resolved.region ?? signedRegion(header(req, 'authorization')) ?? SQS_HANDLER_DEFAULTS.region);
         },
         accountId: SQS_HANDLER_DEFAULTS.accountId,
+        onError: resolved.onError,
         ...(controller ? { signal: controller.signal } : {}),
       };
       const output = await executeRequest(request, ctx);

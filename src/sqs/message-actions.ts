@@ -44,6 +44,15 @@ async function sendOne(queue: string, entry: SendEntry, ctx: ActionContext): Pro
   return out;
 }
 
+/** A batch entry's error; one answered as InternalFailure (a bug, a storage fault) goes to onError, as a whole call's does. */
+function entryError(ctx: ActionContext): (error: unknown) => SqsError {
+  return (error) => {
+    const sqsError = toSqsError(error);
+    if (sqsError.name === 'InternalFailure') ctx.onError?.(sqsError.cause ?? error);
+    return sqsError;
+  };
+}
+
 /** SendMessage. */
 export async function sendMessage(req: Req<'SendMessage'>, ctx: ActionContext): Promise<SqsOutput> {
   return sendOne(req.queue, req.entry, ctx);
@@ -59,7 +68,7 @@ export async function sendMessageBatch(req: Req<'SendMessageBatch'>, ctx: Action
   return runBatch(
     req.entries,
     async (entry) => ({ Id: entry.id, ...(await sendOne(req.queue, entry, ctx)) }),
-    (error) => toSqsError(error),
+    entryError(ctx),
     isFifo(req.queue),
   );
 }
@@ -106,7 +115,7 @@ export async function deleteMessageBatch(req: Req<'DeleteMessageBatch'>, ctx: Ac
       await ctx.backend.deleteMessage(req.queue, entry.receiptHandle);
       return { Id: entry.id };
     },
-    (error) => toSqsError(error),
+    entryError(ctx),
   );
 }
 
@@ -126,6 +135,6 @@ export async function changeMessageVisibilityBatch(req: Req<'ChangeMessageVisibi
       await ctx.backend.changeVisibility(req.queue, entry.receiptHandle, entry.visibilityTimeout * 1000);
       return { Id: entry.id };
     },
-    (error) => toSqsError(error),
+    entryError(ctx),
   );
 }

@@ -108,6 +108,14 @@ describe('every response is JSON (or XML under Query), never HTML', () => {
     expect(reported).toEqual([expect.objectContaining({ message: 'secret stack detail' })]);
   });
 
+  it('reports a library bug answered as InternalFailure in a batch entry (HTTP 200) to onError too', async () => {
+    const reported: unknown[] = [];
+    const { endpoint } = await start(failingBackend(() => new TypeError('bug in send')), { onError: (e) => reported.push(e) });
+    const out = await client(endpoint).send(new SendMessageBatchCommand({ QueueUrl: QUEUE_URL, Entries: [{ Id: 'a', MessageBody: 'x' }] }));
+    expect(out.Failed).toEqual([{ Id: 'a', SenderFault: false, Code: 'InternalFailure', Message: expect.not.stringContaining('bug') }]);
+    expect(reported).toEqual([expect.objectContaining({ message: 'bug in send' })]);
+  });
+
   it('answers a body over maxBodyBytes with a JSON 413 and closes the connection', async () => {
     const { endpoint } = await start(failingBackend(() => new Error('unreachable')), { maxBodyBytes: 2048 });
     const r = await callJson(endpoint, 'SendMessage', { QueueUrl: QUEUE_URL, MessageBody: 'x'.repeat(5000) });
