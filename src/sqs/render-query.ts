@@ -90,10 +90,13 @@ function element(name: string, value: unknown): string {
 
 /**
  * XML text escaping. `\r` is written as a character reference, since XML parsers turn a literal
- * CR into LF and the body's MD5 would no longer match; other C0 controls likewise.
+ * CR into LF and the body's MD5 would no longer match. Characters XML 1.0 forbids even as
+ * references (other C0 controls, U+FFFE, U+FFFF) become U+FFFD, so the answer stays parseable:
+ * expat (botocore) and StAX (Java) reject `&#x1;`. Bodies and attribute values never hold them
+ * (the SQS charset is XML's); tag values and quoted input in error messages can.
  */
 export function escapeXml(text: string): string {
-  return text.replace(/[&<>"'\r\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => {
+  return text.replace(/[&<>"'\r\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, (c) => {
     switch (c) {
       case '&':
         return '&amp;';
@@ -105,8 +108,10 @@ export function escapeXml(text: string): string {
         return '&quot;';
       case "'":
         return '&apos;';
+      case '\r':
+        return '&#xD;';
       default:
-        return `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`;
+        return '\ufffd';
     }
   });
 }

@@ -198,6 +198,22 @@ describe('Query protocol (form in, XML out)', () => {
     }
   });
 
+  it('stays well-formed XML 1.0 when a tag value or a quoted parameter holds a control character', async () => {
+    const sqs = await start();
+    await callQuery(sqs.endpoint, 'CreateQueue', { QueueName: 'orders' });
+    // No reference to a character XML 1.0 forbids (expat and StAX refuse &#x1;), and none raw.
+    const forbidden = /&#x(?:[0-8BCEF]|1[0-9A-F]|FFF[EF]);|[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/i;
+    expect((await callJson(sqs.endpoint, 'TagQueue', { QueueUrl: sqs.url('orders'), Tags: { team: 'a\u0001b', zero: '\u0000' } })).status).toBe(200);
+    const tags = await callQuery(sqs.endpoint, 'ListQueueTags', { QueueUrl: sqs.url('orders') });
+    expect(tags.status).toBe(200);
+    expect(tags.text).not.toMatch(forbidden);
+    expect(texts(tags.text, 'Key')).toEqual(['team', 'zero']);
+    const error = await callQuery(sqs.endpoint, 'ReceiveMessage', { QueueUrl: sqs.url('orders'), WaitTimeSeconds: '\u0001' });
+    expect(error.status).toBe(400);
+    expect(error.text).toContain('<Code>InvalidParameterValue</Code>');
+    expect(error.text).not.toMatch(forbidden);
+  });
+
   it('maps a storage fault to a Receiver InternalFailure in XML', async () => {
     const sqs = await start({ wrap: (backend) => delegate(backend, { receive: () => Promise.reject(new SpoolError('STORAGE_ERROR', 'disk on fire')) }) });
     await callQuery(sqs.endpoint, 'CreateQueue', { QueueName: 'orders' });

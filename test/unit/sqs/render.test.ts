@@ -124,10 +124,10 @@ describe('renderQueryError', () => {
 });
 
 describe('escapeXml', () => {
-  it('escapes markup and writes CR and other controls as character references', () => {
+  it('escapes markup, writes CR as a character reference, and replaces what XML 1.0 forbids with U+FFFD', () => {
     expect(escapeXml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&apos;&amp;&apos;&lt;/a&gt;');
     expect(escapeXml('line1\r\nline2\ttab')).toBe('line1&#xD;\nline2\ttab');
-    expect(escapeXml('\u0001')).toBe('&#x1;');
+    expect(escapeXml('a\u0000b\u0001c\u001fd\ufffee\uffff')).toBe('a\ufffdb\ufffdc\ufffdd\ufffde\ufffd');
     expect(escapeXml('héllo ✓ 😀')).toBe('héllo ✓ 😀');
   });
 });
