@@ -86,7 +86,8 @@ function foldStruct(node: Node, path: string): Record<string, unknown> {
   const out = Object.create(null) as Record<string, unknown>;
   for (const [name, child] of node.children) {
     const where = path + name;
-    const fold = FOLDS[name];
+    // Own keys only: a parameter named like an Object.prototype member (constructor) is unknown, not a fold.
+    const fold = Object.hasOwn(FOLDS, name) ? FOLDS[name] : undefined;
     if (fold !== undefined) {
       const items = indexed(child, where);
       if (fold.kind === 'list') out[fold.member] = items.map(([, item, itemPath]) => leaf(item, itemPath));

@@ -334,6 +334,11 @@ describe('foldQueryParameters', () => {
     expect(sqsError(() => foldQueryParameters([['AttributeName.0', 'a']])).name).toBe('InvalidParameterValue');
   });
 
+  it('passes a parameter named like an Object.prototype member through as an unknown one', () => {
+    const folded = plain(foldQueryParameters([['constructor', 'x'], ['toString', 'y'], ['QueueUrl', 'u']]));
+    expect(folded).toEqual({ constructor: 'x', toString: 'y', QueueUrl: 'u' });
+  });
+
   it('refuses a map item without its key', () => {
     expect(sqsError(() => foldQueryParameters([['Attribute.1.Value', 'a']])).name).toBe('InvalidParameterValue');
   });
