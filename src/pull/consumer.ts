@@ -107,7 +107,15 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     if (!lease) return;
     owned = undefined;
     const ref = ownedRef(lease);
-    const row = await (kind === 'end' ? engine.complete(ref) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
+    let row: unknown;
+    try {
+      row = await (kind === 'end' ? engine.complete(ref) : engine.settle(ref, () => ({ type: 'DEFER', at: clock.now(), retryAt: clock.now() })));
+    } catch (error) {
+      // Nothing changed (the commit failed): the message is still this consumer's, so a retried
+      // end() or abort(), the next wait() or close() acts on it rather than on nothing.
+      owned ??= lease;
+      throw error;
+    }
     // The lease ran out first and the message went back (maybe to another consumer): the caller's
     // work may run again, and must hear so rather than believe it ended the message.
     if (!row) throw new SpoolError('LEASE_EXPIRED', `Consumer ${id} no longer owns message ${lease.row.id}: its lease ran out and it was returned before this ${kind}`, { details: { id: lease.row.id } });

@@ -401,6 +401,26 @@ describe('owner-mode consumers', () => {
     expect(await spool.get(a!)).toBeUndefined();
   });
 
+  it('an end() or abort() that fails leaves the consumer owning the message: a retry ends it', async () => {
+    const spool = spools.open();
+    const consumer = spool.consumer();
+    const [a, b] = await spool.sendBatch('jobs', [{ n: 0 }, { n: 1 }]);
+    expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.id).toBe(a);
+    const conn = spools.connect();
+    conn.exec("CREATE TRIGGER fault BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+    expect(await rejection(consumer.end())).toMatchObject({ code: 'STORAGE_ERROR' });
+    conn.exec('DROP TRIGGER fault');
+    expect(await spool.get(a!)).toMatchObject({ state: 'processing' });
+    await consumer.end();
+    expect(await spool.get(a!)).toBeUndefined();
+    expect((await consumer.wait('jobs', { timeoutMs: 0 }))?.id).toBe(b);
+    conn.exec("CREATE TRIGGER fault BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+    expect(await rejection(consumer.abort())).toMatchObject({ code: 'STORAGE_ERROR' });
+    conn.exec('DROP TRIGGER fault');
+    await consumer.abort();
+    expect(await spool.get(b!)).toMatchObject({ state: 'pending', attempt: 1 });
+  });
+
   it('refuses bad arguments with coded errors', async () => {
     const spool = spools.open();
     const consumer = spool.consumer();
