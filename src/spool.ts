@@ -152,6 +152,7 @@ export function createSpool<Q extends QueueMapLike = QueueMap>(options: SpoolOpt
     returned: (queue) => lifecycle.supervisor?.noteSent(queue, null),
     leased: (at) => lifecycle.supervisor?.leaseAt(at),
     gate: () => lifecycle.supervisor?.gate,
+    polling: () => lifecycle.supervisor?.running === true,
   });
   /** A commit of this handle made a message of `queue` claimable: wake its pull waiters. */
   const ready = (queue: string) => pull.ready(queue);

@@ -72,6 +72,8 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
     async receive(queue: string, given?: ReceiveOptions): Promise<ReceivedMessage[]> {
       const options = optionsObject(given, 'receive()');
       created(queue);
+      // The queue's attributes as they are now, whoever changed them.
+      engine.refreshIfPuller();
       const attrs = directory.attributes(queue);
       const max = range(options.max ?? 1, 'max', 1, 10);
       const visibility = range(options.visibilityTimeoutMs ?? attrs.visibilityTimeoutMs, 'visibilityTimeoutMs', 0, MAX_LEASE_MS);

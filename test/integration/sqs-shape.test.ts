@@ -287,6 +287,28 @@ describe('dead-letter queues', () => {
     return id;
   }
 
+  it('a handle that only receives applies the visibility timeout and redrive policy another handle set since', async () => {
+    const clock = createTestClock();
+    const admin = spools.open({ clock });
+    const worker = spools.open({ clock });
+    await admin.queues.create('dlq');
+    await admin.queues.create('q', { visibilityTimeoutMs: 30_000 });
+    const [a, b] = await admin.sendBatch('q', [{ n: 1 }, { n: 2 }]);
+    const [first] = await worker.receive('q');
+    expect(first).toMatchObject({ id: a, visibleAt: clock.now() + 30_000 });
+    await admin.queues.update('q', { visibilityTimeoutMs: 1000, deadLetter: { queue: 'dlq', maxReceiveCount: 1 } });
+    clock.advance(30_001);
+    // The worker's next receive leases under the new timeout, and (past maxReceiveCount) moves
+    // the first message to the dead-letter queue instead of handing it out again.
+    const [second] = await worker.receive('q', { max: 10 });
+    expect(second).toMatchObject({ id: b, visibleAt: clock.now() + 1000 });
+    expect(await worker.get(a!)).toMatchObject({ queue: 'dlq', state: 'pending' });
+    const consumer = worker.consumer();
+    clock.advance(2000);
+    expect(await consumer.wait('q', { timeoutMs: 0 })).toBeNull();
+    expect(await worker.get(b!)).toMatchObject({ queue: 'dlq', state: 'pending' });
+  });
+
   it('a letter whose dead-letter queue was deleted stays dead in its own queue, where dead() and requeue reach it', async () => {
     const clock = createTestClock();
     const spool = spools.open({ clock });
