@@ -157,6 +157,9 @@ export function createQueues(deps: {
 
   function existing(name: string) {
     assertQueueName(name);
+    // Attributes are settings, which another handle or process (the owner, the CLI) may have
+    // changed since this handle last read them: it may not even run a poll that would notice.
+    settings.refresh();
     const row = directory.row(name);
     if (row?.kind !== 'sqs') throw new SpoolError('QUEUE_NOT_FOUND', `Queue "${name}" does not exist (queues.create never made it)`, { details: { queue: name } });
     return row;
@@ -213,6 +216,8 @@ export function createQueues(deps: {
       checkDeadLetter(patch, fifo, name);
       const current = directory.row(name);
       if (current?.kind === 'sqs') {
+        // Compared with the attributes as they are now, not as this handle last read them.
+        settings.refresh();
         // Idempotent: the same attributes return the queue; different ones are QUEUE_EXISTS.
         const have = attributesOf(name, current.fifo);
         const defaults: QueueAttributes = { ...QUEUE_ATTRIBUTE_DEFAULTS, retentionMs: QUEUE_ATTRIBUTE_DEFAULTS.retentionMs || null, deadLetter: null, fifo };

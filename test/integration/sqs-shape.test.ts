@@ -55,6 +55,18 @@ describe('queues', () => {
     expect((await spools.open().queues.get('orders')).attributes).toMatchObject({ delayMs: 0, visibilityTimeoutMs: 30_000 });
   });
 
+  it("get, an idempotent create and deadLetterSources see another handle's attribute changes", async () => {
+    const admin = spools.open();
+    const other = spools.open();
+    await admin.queues.create('dlq');
+    await admin.queues.create('q', { visibilityTimeoutMs: 30_000 });
+    expect((await other.queues.get('q')).attributes.visibilityTimeoutMs).toBe(30_000);
+    await admin.queues.update('q', { visibilityTimeoutMs: 60_000, deadLetter: { queue: 'dlq', maxReceiveCount: 3 } });
+    expect((await other.queues.get('q')).attributes).toMatchObject({ visibilityTimeoutMs: 60_000, deadLetter: { queue: 'dlq', maxReceiveCount: 3 } });
+    expect((await other.queues.create('q', { visibilityTimeoutMs: 60_000, deadLetter: { queue: 'dlq', maxReceiveCount: 3 } })).name).toBe('q');
+    expect(await other.queues.deadLetterSources('dlq')).toEqual(['q']);
+  });
+
   it('a create replaces a settings entry left under its name rather than merge into it', async () => {
     const spool = spools.open();
     await spool.settings.update({ queues: { orders: { delayMs: 5000, visibilityTimeoutMs: 1000 } } });
