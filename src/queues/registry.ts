@@ -205,7 +205,7 @@ export function createQueues(deps: {
     async create(name: string, attributes?: Partial<QueueAttributes>, options?: { tags?: Record<string, string> }): Promise<QueueInfo> {
       assertQueueName(name);
       const { patch, fifo: asked } = readInput('Queue attributes', () => checkAttributes(attributes, true));
-      const tags = readInput('Tags', () => checkTags(options?.tags));
+      const tags = readInput('Tags', () => checkTags(optionsObject(options, 'queues.create()').tags));
       const fifo = asked ?? name.endsWith('.fifo');
       if (fifo !== name.endsWith('.fifo')) {
         throw invalid(fifo ? `A FIFO queue's name must end in .fifo, got "${name}"` : `Only a FIFO queue's name may end in .fifo: "${name}"`, { field: 'name' });
@@ -241,7 +241,7 @@ export function createQueues(deps: {
     },
     /** Names of the queues `queues.create` made, sorted; `prefix` matches case-sensitively. */
     async list(options?: { prefix?: string }): Promise<string[]> {
-      const prefix = options?.prefix;
+      const { prefix } = optionsObject(options, 'queues.list()');
       if (prefix !== undefined && typeof prefix !== 'string') throw invalid('prefix must be a string', { field: 'prefix' });
       const names = storage.open().queues.listSqs();
       return prefix ? names.filter((n) => n.startsWith(prefix)) : names;
@@ -313,6 +313,7 @@ export function createQueues(deps: {
       const options = optionsObject(given, 'redrive()');
       const from = existing(dlq);
       if (options.destination !== undefined) {
+        if (options.destination === dlq) throw invalid(`A dead-letter queue cannot be redriven into itself ("${dlq}")`, { field: 'destination' });
         const into = existing(options.destination);
         if (into.fifo !== from.fifo) {
           throw invalid(`A ${from.fifo ? 'FIFO' : 'standard'} dead-letter queue redrives only into ${from.fifo ? 'FIFO' : 'standard'} queues; ${options.destination} is ${into.fifo ? 'FIFO' : 'standard'}`, {

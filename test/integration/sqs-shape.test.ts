@@ -108,12 +108,17 @@ describe('queues', () => {
       ['dead-letter queue missing', spool.queues.create('a', { deadLetter: { queue: 'nope', maxReceiveCount: 3 } }), 'QUEUE_NOT_FOUND'],
       ['dedupe on a standard queue', spool.queues.create('a', { contentDedupe: true }), 'INVALID_ARGUMENT'],
       ['bad name', spool.queues.create("'; DROP TABLE queues;--"), 'INVALID_QUEUE_NAME'],
+      ['create options not an object', spool.queues.create('a', {}, 'team-a' as never), 'INVALID_ARGUMENT'],
+      ['list options not an object', spool.queues.list('ord' as never), 'INVALID_ARGUMENT'],
+      ['list options null', spool.queues.list(null as never), 'INVALID_ARGUMENT'],
     ];
     for (const [name, promise, code] of cases) expect((await rejection(promise)).code, name).toBe(code);
     const error = await rejection(spool.queues.create('a', { visibilityTimeoutMs: -1 }));
     expect(error.details).toMatchObject({ field: 'visibilityTimeoutMs', min: 0, max: 43_200_000, value: -1 });
     expect(await spool.queues.list()).toEqual([]);
     expect(spool.settings.get().queues).toEqual({});
+    await spool.queues.create('dlq');
+    expect(await rejection(spool.queues.redrive('dlq', { destination: 'dlq' }))).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'destination' } });
   });
 });
 
