@@ -316,8 +316,12 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
   const nextLeaseExpiry = sqlite.prepare(`SELECT ${NEXT_LEASE_EXPIRY_SQL}`).pluck();
   // The live-key index is per queue, so the key is dropped; dedupe_id stays, as SQS keeps a
   // message's MessageDeduplicationId in its dead-letter queue and back.
+  // A move into a FIFO dead-letter queue (a source named) restarts the message's enqueue time, as
+  // in SQS: its retention there counts from the move. A standard one keeps the original time.
   const moveQueue = sqlite.prepare(
-    `UPDATE messages SET queue = ?, source_queue = ?, dedupe_key = NULL, updated_at = ? WHERE seq = ? AND state = ? AND queue = ?`,
+    `UPDATE messages SET queue = @to, source_queue = @source, dedupe_key = NULL, updated_at = @now,
+       created_at = CASE WHEN @source IS NOT NULL AND EXISTS (SELECT 1 FROM queues WHERE name = @to AND fifo = 1) THEN @now ELSE created_at END
+     WHERE seq = @seq AND state = @state AND queue = @from`,
   );
   // A group's head: its message in flight if it has one (one at a time per group), else its oldest
   // pending message; every other one waits (see the head column). A message moved back into a
@@ -622,12 +626,13 @@ export function createRepository(db: DbHandle, options: RepositoryOptions = {}) 
     },
     /**
      * Moves a row to another queue (a dead-letter queue, or back from one), keeping its id, body,
-     * attributes and deduplication id; false when it moved on. Its old group gets its next head;
+     * attributes and deduplication id (and its send time, except into a FIFO dead-letter queue,
+     * where its retention starts over, as in SQS); false when it moved on. Its old group gets its next head;
      * in the new queue it waits while its group has a message in flight there, then goes by seq.
      */
     move(row: { seq: number; queue: string; state: MessageState; grp: string | null }, to: string, sourceQueue: string | null, now: number): boolean {
       deltas.beforeChange();
-      const moved = moveQueue.run(to, sourceQueue, now, row.seq, row.state, row.queue).changes === 1;
+      const moved = moveQueue.run({ to, source: sourceQueue, now, seq: row.seq, state: row.state, from: row.queue }).changes === 1;
       if (moved) {
         deltas.add(row.queue, row.state, -1);
         deltas.add(to, row.state, 1);

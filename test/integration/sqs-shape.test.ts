@@ -326,6 +326,31 @@ describe('dead-letter queues', () => {
     expect(await worker.get(b!)).toMatchObject({ queue: 'dlq', state: 'pending' });
   });
 
+  it("a FIFO dead-letter queue's retention counts from the move, a standard one's from the send (as in SQS)", async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock });
+    const day = 86_400_000;
+    await spool.queues.create('dlq');
+    await spool.queues.create('dlq.fifo', { contentDedupe: true });
+    await spool.queues.create('q', { deadLetter: { queue: 'dlq', maxReceiveCount: 1 } });
+    await spool.queues.create('q.fifo', { contentDedupe: true, deadLetter: { queue: 'dlq.fifo', maxReceiveCount: 1 } });
+    const standard = await spool.send('q', { n: 1 });
+    const fifo = await spool.send('q.fifo', { n: 2 }, { group: 'g' });
+    const sentAt = clock.now();
+    for (const queue of ['q', 'q.fifo']) await spool.receive(queue, { visibilityTimeoutMs: 0 });
+    clock.advance(3 * day);
+    // The second receive would pass maxReceiveCount: both move to their dead-letter queues.
+    for (const queue of ['q', 'q.fifo']) expect(await spool.receive(queue)).toEqual([]);
+    const movedAt = clock.now();
+    clock.advance(day + 1); // past the 4 days of retention since the send, not since the move
+    await spool.sweep();
+    expect(await spool.get(standard)).toBeUndefined();
+    expect(await spool.get(fifo)).toMatchObject({ queue: 'dlq.fifo', state: 'pending', createdAt: movedAt });
+    const [letter] = await spool.receive('dlq.fifo');
+    expect(letter).toMatchObject({ id: fifo, sentAt: movedAt, sourceQueue: 'q.fifo' });
+    expect(letter!.sentAt).not.toBe(sentAt);
+  });
+
   it('a letter whose dead-letter queue was deleted stays dead in its own queue, where dead() and requeue reach it', async () => {
     const clock = createTestClock();
     const spool = spools.open({ clock });
