@@ -155,12 +155,21 @@ export function createQueues(deps: {
     };
   }
 
+  /**
+   * The registry row read now, not from the directory's one-second cache: another handle or
+   * process may have created or deleted the queue since (admin calls are not hot paths).
+   */
+  function fresh(name: string) {
+    directory.forget(name);
+    return directory.row(name);
+  }
+
   function existing(name: string) {
     assertQueueName(name);
     // Attributes are settings, which another handle or process (the owner, the CLI) may have
     // changed since this handle last read them: it may not even run a poll that would notice.
     settings.refresh();
-    const row = directory.row(name);
+    const row = fresh(name);
     if (row?.kind !== 'sqs') throw new SpoolError('QUEUE_NOT_FOUND', `Queue "${name}" does not exist (queues.create never made it)`, { details: { queue: name } });
     return row;
   }
@@ -170,7 +179,7 @@ export function createQueues(deps: {
     const dl = patch.deadLetter as { queue: string } | false | undefined;
     if (!dl) return;
     if (dl.queue === name) throw invalid('A queue cannot be its own dead-letter queue', { field: 'deadLetter.queue' });
-    const target = directory.row(dl.queue);
+    const target = fresh(dl.queue);
     if (target?.kind !== 'sqs') throw new SpoolError('QUEUE_NOT_FOUND', `Dead-letter queue "${dl.queue}" does not exist`, { details: { queue: dl.queue, field: 'deadLetter.queue' } });
     if (target.fifo !== fifo) throw invalid(`Dead-letter queue "${dl.queue}" must be ${fifo ? 'FIFO' : 'standard'}, as "${name}" is`, { field: 'deadLetter.queue' });
   }
@@ -214,7 +223,7 @@ export function createQueues(deps: {
         throw invalid('contentDedupe and dedupeWindowMs are for FIFO queues', { field: patch.contentDedupe !== undefined ? 'contentDedupe' : 'dedupeWindowMs' });
       }
       checkDeadLetter(patch, fifo, name);
-      const current = directory.row(name);
+      const current = fresh(name);
       if (current?.kind === 'sqs') {
         // Compared with the attributes as they are now, not as this handle last read them.
         settings.refresh();

@@ -67,6 +67,24 @@ describe('queues', () => {
     expect(await other.queues.deadLetterSources('dlq')).toEqual(['q']);
   });
 
+  it('a create right after another handle deleted the queue makes it again, whatever this handle last saw', async () => {
+    const admin = spools.open();
+    const service = spools.open();
+    await admin.queues.create('q');
+    await admin.queues.create('r');
+    expect((await service.queues.get('q')).name).toBe('q');
+    expect((await service.queues.get('r')).name).toBe('r');
+    await admin.queues.delete('q');
+    await admin.queues.delete('r');
+    // Different attributes are no QUEUE_EXISTS, and equal ones do not answer for a queue that is gone.
+    expect((await service.queues.create('q', { visibilityTimeoutMs: 5000 })).attributes.visibilityTimeoutMs).toBe(5000);
+    await service.queues.create('r');
+    expect(await admin.queues.list()).toEqual(['q', 'r']);
+    expect(await rejection(service.queues.get('gone'))).toMatchObject({ code: 'QUEUE_NOT_FOUND' });
+    await admin.queues.delete('r');
+    expect(await rejection(service.queues.update('r', { delayMs: 10 }))).toMatchObject({ code: 'QUEUE_NOT_FOUND' });
+  });
+
   it('a create replaces a settings entry left under its name rather than merge into it', async () => {
     const spool = spools.open();
     await spool.settings.update({ queues: { orders: { delayMs: 5000, visibilityTimeoutMs: 1000 } } });
