@@ -282,7 +282,27 @@ export function createPullEngine(deps: PullEngineDeps) {
     lease: LeaseRef,
     event: (row: MessageRow, state: MessageMachineState) => MessageEvent | 'complete',
   ): Promise<MessageRow | undefined> {
-    return run((l, now, log) => settleIn(l, lease, event, now, log));
+    /** A lease this settle made end sooner than it would have (a shorter visibility, an extend). */
+    let shortened: { queue: string; at: number } | undefined;
+    const watched: typeof event = (row, state) => {
+      const chosen = event(row, state);
+      if (chosen !== 'complete' && chosen.type === 'EXTEND' && (row.leaseExpiresAt === null || chosen.leaseExpiresAt < row.leaseExpiresAt)) {
+        shortened = { queue: row.queue, at: chosen.leaseExpiresAt };
+      }
+      return chosen;
+    };
+    return run((l, now, log) => {
+      shortened = undefined;
+      return settleIn(l, lease, watched, now, log);
+    }).then((row) => {
+      // The owner's expiry timer and this handle's waiters armed for the old deadline: the message
+      // comes back at the new one, without waiting for a receive, a wait's timeout or the poll.
+      if (row && shortened) {
+        deps.leased(shortened.at);
+        ready(shortened.queue);
+      }
+      return row;
+    });
   }
 
   /** Inside a commit: settle()'s work. */

@@ -9,6 +9,7 @@ import { rejection } from '../helpers/errors.js';
 import { nextEvent } from '../helpers/events.js';
 import { useTempSpools } from '../helpers/spool.js';
 import { createTestClock } from '../helpers/test-clock.js';
+import { until } from '../helpers/until.js';
 
 const spools = useTempSpools();
 
@@ -217,6 +218,24 @@ describe('receive, delete, change visibility', () => {
     expect((await rejection(spool.changeVisibility('q', back!.receipt, 43_200_000))).code).toBe('INVALID_ARGUMENT');
     expect((await rejection(spool.changeVisibility('q', m!.receipt, 10))).code).toBe('MESSAGE_NOT_INFLIGHT');
   });
+
+  for (const started of [false, true]) {
+    it(`a shorter visibility returns the message at its new deadline to a receive already long-polling (${started ? 'the owner' : 'a handle that only pulls'})`, async () => {
+      const clock = createTestClock();
+      const spool = spools.open({ clock, config: { processor: { pollIntervalMs: 3_600_000 } } });
+      await spool.queues.create('q');
+      if (started) await spool.start();
+      const id = await spool.send('q', { n: 1 });
+      const [m] = await spool.receive('q', { visibilityTimeoutMs: 30_000 });
+      const polling = spool.receive('q', { waitMs: 20_000 });
+      await until(() => clock.nextDue() === 20_000, 'the long poll sleeps until its waitMs');
+      await spool.changeVisibility('q', m!.receipt, 1000);
+      // The owner's expiry timer, or the waiter itself, is armed for the new deadline, not the old one.
+      await until(() => clock.nextDue() === 1000, 'a timer armed for the new deadline');
+      clock.advance(1000);
+      expect((await polling).map((r) => [r.id, r.receiveCount])).toEqual([[id, 2]]);
+    });
+  }
 
   it('long-polls: an empty receive waits for a send, and resolves [] at waitMs; an aborted one claims nothing', async () => {
     const clock = createTestClock();
