@@ -174,6 +174,11 @@ export function createEventStream(source: AdminSource, recorder: SeriesRecorder,
   return {
     /** Serves one SSE connection until the client leaves or the stream closes. */
     attach(req: IncomingMessage, res: ServerResponse, filter: StreamFilter) {
+      // The client may have gone while a middleware before this handler (auth, a session lookup)
+      // awaited: its 'close' has fired already, so it would stay a client, and keep the timers
+      // (and a stats() read every tick) running, for good. (Not req.destroyed: a middleware that read
+      // the request to its end leaves that set for a client still here.)
+      if (res.destroyed || res.writableEnded) return;
       if (closed) {
         // Nothing will come: 204 tells EventSource to stop reconnecting.
         res.writeHead(204, { 'cache-control': 'no-store' });

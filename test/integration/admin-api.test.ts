@@ -556,6 +556,43 @@ describe('admin API: the page and the event stream', () => {
     expect(after.text).toBe('');
   });
 
+  it('serves no stream to a client that left before the handler ran (an awaiting middleware in front): no timers, no counts read', async () => {
+    const spool = temp.open();
+    let counted = 0;
+    const counting: AdminSource = Object.assign(Object.create(spool) as Spool, {
+      async stats() {
+        counted += 1;
+        return spool.stats();
+      },
+    });
+    const handler = createAdminHandler(counting, { heartbeatMs: 20, tickMs: 20 });
+    let handled: Promise<void> | undefined;
+    const server = createServer((req, res) => {
+      // An auth or session middleware awaits something; meanwhile the client goes away.
+      handled = new Promise<void>((done) =>
+        res.on('close', () => {
+          handler(req, res);
+          // The handler's own awaits are microtasks: done once they have all run.
+          setImmediate(done);
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    temp.onCleanup(async () => {
+      handler.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const stream = openSse(`http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/api/events`);
+    // Aborted before any answer: the fetch itself rejects.
+    stream.ready.catch(() => {});
+    await until(() => handled !== undefined, 'the stream request arrived');
+    stream.close();
+    await handled;
+    // A client kept for a closed response would start the tick (a stats() read now and every
+    // tickMs) and the heartbeat, and nothing would ever stop them.
+    expect(counted).toBe(0);
+  });
+
   it('ends a stream opened after the spool closed at once, as one opened after close()', async () => {
     const spool = temp.open();
     const { base } = await serveAdminFor(temp, spool, { heartbeatMs: 20, tickMs: 20 });
