@@ -30,7 +30,10 @@ export const METRIC_TYPES = {
   spool_wal_size_bytes: 'gauge',
 } as const;
 
-/** The label value of the default (shared) executor pool in spool_pool_*; a queue's own pool is labelled with its queue. */
+/**
+ * The label value of the default (shared) executor pool in spool_pool_*; a queue's own pool is
+ * labelled with its queue (a queue named `default`: `queue:default`).
+ */
 export const DEFAULT_POOL_LABEL = 'default';
 
 /** A histogram whose buckets are read from the core's telemetry at scrape, not observed here. */
@@ -161,7 +164,12 @@ export function registerMetrics(source: AdminSource, registry: Registry): { stop
   registry.registerMetric(
     telemetryHistogram('spool_commit_duration_seconds', 'Group-commit transaction time (as measured by the core).', () => telemetry().commit),
   );
-  const pools = (s: SpoolStats) => [[DEFAULT_POOL_LABEL, s.pools.default] as const, ...Object.entries(s.pools.byQueue)];
+  // A queue named "default" with its own pool would share the default pool's label, and one of
+  // the two would overwrite the other: its pool is labelled `queue:default` (no queue name has a colon).
+  const pools = (s: SpoolStats) => [
+    [DEFAULT_POOL_LABEL, s.pools.default] as const,
+    ...Object.entries(s.pools.byQueue).map(([queue, p]) => [queue === DEFAULT_POOL_LABEL ? `queue:${queue}` : queue, p] as const),
+  ];
   new Gauge({
     name: 'spool_pool_concurrency',
     help: 'Executor pool limits (the default pool, and each queue with its own).',

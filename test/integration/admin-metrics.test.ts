@@ -105,6 +105,22 @@ describe('GET /metrics', () => {
     expect(bounds).toEqual([...COMMIT_BUCKETS_MS.map((ms) => String(ms / 1000)), '+Inf']);
   });
 
+  it('keeps the default pool apart from the own pool of a queue named "default"', async () => {
+    const spool = temp.open({ config: { executor: { concurrency: 4 }, queues: { default: { executor: { concurrency: 2 } } } } });
+    spool.register('default', async () => {});
+    await spool.start();
+    const { base } = await serveAdminFor(temp, spool);
+    const families = parsePrometheus((await call(base, '/metrics')).text);
+    for (const name of ['spool_pool_concurrency', 'spool_pool_active']) {
+      const pools = families.get(name)!.samples.map((s) => s.labels.pool);
+      // One series per pool: the same labels twice would be one pool's value overwriting the other's.
+      expect(new Set(pools).size).toBe(pools.length);
+    }
+    expect(value(families.get('spool_pool_concurrency'), 'spool_pool_concurrency', { pool: 'default' })).toBe(4);
+    expect(value(families.get('spool_pool_concurrency'), 'spool_pool_concurrency', { pool: 'queue:default' })).toBe(2);
+    expect(value(families.get('spool_pool_active'), 'spool_pool_active', { pool: 'queue:default' })).toBe(0);
+  });
+
   it('keeps counters monotonic across scrapes', async () => {
     const spool = temp.open();
     spool.register('work', async () => {});
