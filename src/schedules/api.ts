@@ -120,9 +120,10 @@ export function createSchedules(deps: SchedulesDeps): Schedules {
         const anchor = same ? existing.anchor : (spec.startAt ?? now);
         const ticker = createTicker(ruleOf(spec), anchor);
         const sent = existing.cursor ?? -Infinity;
-        // Re-enabled: resume after now. Changed: the new spec's ticks after its anchor, never one
-        // at or before a tick already sent.
-        const nextAt = !enabled ? null : same ? ticker.after(Math.max(now, sent)) : ticker.after(Math.max(anchor, sent));
+        // Re-enabled (with its spec changed or not): resume after now, since ticks that fell due
+        // while it was disabled are not sent, even on an anchor (startAt) in the past. Changed while
+        // enabled: the new spec's ticks after its anchor. Never one at or before a tick already sent.
+        const nextAt = !enabled ? null : ticker.after(Math.max(existing.enabled === 0 ? now : anchor, sent));
         s.update({ name, spec: text, enabled, anchor, nextAt, now });
         return s.get(name)!;
       });

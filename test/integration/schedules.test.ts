@@ -164,6 +164,34 @@ describe('managing schedules', () => {
     const anchored = await spool.schedules.upsert('s', { everyMs: 1000, queue: 'jobs', payload: { a: 2 }, startAt: t0 + 10_000 });
     expect(anchored).toMatchObject({ anchor: t0 + 10_000, startAt: t0 + 10_000, nextAt: t0 + 11_000 });
   });
+
+  it('re-enabled together with a change of spec, sends none of the ticks that fell due while it was disabled', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: QUIET });
+    const seen = recorder(spool, 'jobs');
+    await spool.start();
+    const t0 = clock.now();
+    // An app's boot code: a fixed startAt, the flag and the payload from its config.
+    const spec: ScheduleSpec = { everyMs: 1000, queue: 'jobs', payload: { v: 1 }, startAt: t0, missed: 'all' };
+    await spool.schedules.upsert('s', spec);
+    clock.advance(1000);
+    await until(() => seen.length === 1, 'the first tick');
+    await spool.schedules.upsert('s', { ...spec, enabled: false });
+    // Ten ticks fall due while it is disabled.
+    clock.advance(10_000);
+    await turns();
+    const resumed = await spool.schedules.upsert('s', { ...spec, payload: { v: 2 }, enabled: true });
+    expect(resumed).toMatchObject({ enabled: true, anchor: t0, lastTickAt: t0 + 1000, nextAt: t0 + 12_000 });
+    await turns();
+    expect(seen).toHaveLength(1);
+    clock.advance(1000);
+    await until(() => seen.length === 2, 'the first tick after the re-enable');
+    await turns();
+    expect(seen.map((m) => [m.scheduledFor! - t0, m.payload])).toEqual([
+      [1000, { v: 1 }],
+      [12_000, { v: 2 }],
+    ]);
+  });
 });
 
 describe('ticks', () => {
