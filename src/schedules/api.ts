@@ -116,14 +116,18 @@ export function createSchedules(deps: SchedulesDeps): Schedules {
           return s.get(name)!;
         }
         const same = existing.spec === text;
-        if (same && (existing.enabled === 1) === enabled) return existing;
+        // Enabled without a next tick: parked by the runner (its ticks could not be computed), and
+        // an upsert, even of the very spec it holds, is what makes it tick again.
+        const parked = existing.enabled === 1 && existing.nextAt === null;
+        if (same && (existing.enabled === 1) === enabled && !parked) return existing;
         const anchor = same ? existing.anchor : (spec.startAt ?? now);
         const ticker = createTicker(ruleOf(spec), anchor);
         const sent = existing.cursor ?? -Infinity;
-        // Re-enabled (with its spec changed or not): resume after now, since ticks that fell due
-        // while it was disabled are not sent, even on an anchor (startAt) in the past. Changed while
-        // enabled: the new spec's ticks after its anchor. Never one at or before a tick already sent.
-        const nextAt = !enabled ? null : ticker.after(Math.max(existing.enabled === 0 ? now : anchor, sent));
+        // Re-enabled or unparked (with its spec changed or not): resume after now, since ticks that
+        // fell due while it was disabled (or parked) are not sent, even on an anchor in the past.
+        // Changed while enabled: the new spec's ticks after its anchor. Never one at or before a
+        // tick already sent.
+        const nextAt = !enabled ? null : ticker.after(Math.max(existing.enabled === 0 || parked ? now : anchor, sent));
         s.update({ name, spec: text, enabled, anchor, nextAt, now });
         return s.get(name)!;
       });

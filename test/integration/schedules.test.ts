@@ -354,6 +354,31 @@ describe('ticks that cannot be sent', () => {
     await until(() => seen.length === 2, 'the next healthy tick');
   });
 
+  it('a parked schedule ticks again after an upsert of the very spec it holds (its time zone known again)', async () => {
+    const clock = createTestClock();
+    const spool = spools.open({ clock, config: QUIET });
+    const seen = recorder(spool, 'jobs');
+    const spec: ScheduleSpec = { cron: '* * * * *', tz: 'Europe/Berlin', queue: 'jobs' };
+    await spool.schedules.upsert('zoned', spec);
+    // This Node's ICU does not know the zone (as above): the schedule is parked.
+    const conn = spools.connect();
+    conn.prepare(`UPDATE schedules SET spec = replace(spec, 'Europe/Berlin', 'Mars/Olympus') WHERE name = 'zoned'`).run();
+    const parked = nextEvent<SpoolErrorEvent>(spool.events$, (e) => e.type === 'error' && e.message.includes('"zoned" cannot compute its ticks'));
+    await spool.start();
+    clock.advance(60_000);
+    await parked;
+    expect(await spool.schedules.get('zoned')).toMatchObject({ enabled: true, nextAt: null });
+    // An ICU that knows it again (Node with full-icu): the stored spec is the app's own again.
+    conn.prepare(`UPDATE schedules SET spec = replace(spec, 'Mars/Olympus', 'Europe/Berlin') WHERE name = 'zoned'`).run();
+    conn.close();
+    // The app's boot upserts its spec, identical to the stored one: "until it is upserted again".
+    const now = clock.now();
+    const again = await spool.schedules.upsert('zoned', spec);
+    expect(again.nextAt).toBe(Math.floor(now / 60_000) * 60_000 + 60_000);
+    clock.advance(60_000);
+    await until(() => seen.length === 1, 'a tick after the upsert');
+  });
+
   it("judges the payload's size as a send does: the queue's own maxPayloadBytes, else the spool's", async () => {
     const spool = spools.open({ clock: createTestClock(), config: QUIET, maxPayloadBytes: 1000 });
     await spool.queues.create('roomy', { maxPayloadBytes: 4096 });
