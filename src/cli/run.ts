@@ -27,7 +27,15 @@ export interface CliIo {
  * error.
  */
 async function fileKind(path: string): Promise<'missing' | 'empty' | 'spool' | 'foreign' | 'locked'> {
-  const stat = statSync(path, { throwIfNoEntry: false });
+  let stat: ReturnType<typeof statSync>;
+  try {
+    stat = statSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    // A path no file can be at (through a file: ENOTDIR; a symlink loop: ELOOP; ENAMETOOLONG;
+    // EACCES): the operator's mistake, named, not a crash with a stack trace.
+    const { code, message } = error as NodeJS.ErrnoException;
+    throw new SpoolError('INVALID_ARGUMENT', `There is no spool database at ${resolve(path)}: ${code ?? message}`, { cause: error });
+  }
   if (stat === undefined) return 'missing';
   if (stat.isFile() && stat.size === 0) return 'empty';
   const { default: Database } = await import('better-sqlite3');
@@ -118,7 +126,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // another program's database into a spool: only update and serve may create one, and none adopts
   // a database that is not a spool's.
   const creates = command.name === 'settings update' || command.name === 'serve';
-  const found = await fileKind(command.db);
+  let found: Awaited<ReturnType<typeof fileKind>>;
+  try {
+    found = await fileKind(command.db);
+  } catch (error) {
+    io.stderr(`${describeError(error)}\n`);
+    return 1;
+  }
   if (found === 'locked') {
     io.stderr(`STORAGE_BUSY: ${resolve(command.db)} is locked by another connection, which a spool's file never is for a read; nothing was changed\n`);
     return 1;

@@ -4,7 +4,7 @@
  * that need no second process run the same entry (runCli) in this process, which is faster.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { DEFAULT_SETTINGS, type SettingsChangedEvent, type Spool } from '../../s
 import { nextEvent, reached } from '../helpers/events.js';
 import { createBaton } from '../helpers/gate.js';
 import { runCli } from '../../src/cli/run.js';
+import { fileDigest } from '../helpers/cli.js';
 import { overridesRow } from '../helpers/read-db.js';
 import { useTempSpools } from '../helpers/spool.js';
 
@@ -199,6 +200,33 @@ describe('spool command line parsing and errors (in process)', () => {
     expect(absent.code).toBe(1);
     expect(absent.stderr).toContain('no spool database');
     expect(existsSync(missing)).toBe(false);
+  });
+});
+
+describe('spool --db paths that cannot be looked at', () => {
+  it('a path through a file, a symlink loop or an over-long name is INVALID_ARGUMENT, exit 1, not a crash', async () => {
+    const spool = spools.open();
+    await spool.send('jobs', 1);
+    await spool.close();
+    const before = fileDigest(spools.path);
+    const loop = join(spools.dir, 'loop-a');
+    symlinkSync(join(spools.dir, 'loop-b'), loop);
+    symlinkSync(loop, join(spools.dir, 'loop-b'));
+    for (const [db, why] of [
+      // `--db spool.db/x`: a file where a folder should be (ENOTDIR).
+      [join(spools.path, 'x'), 'ENOTDIR'],
+      [loop, 'ELOOP'],
+      [join(spools.dir, 'n'.repeat(300)), 'ENAMETOOLONG'],
+    ] as const) {
+      for (const args of [['stats', '--db', db], ['settings', 'update', '--db', db, '{}']]) {
+        const run = await cliHere(...args);
+        expect(run.code, args.join(' ')).toBe(1);
+        expect(run.stdout).toBe('');
+        expect(run.stderr).toMatch(/^INVALID_ARGUMENT: There is no spool database at /);
+        expect(run.stderr).toContain(why);
+      }
+    }
+    expect(fileDigest(spools.path)).toBe(before);
   });
 });
 
