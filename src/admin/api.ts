@@ -306,6 +306,11 @@ export function createApiRoutes(source: AdminSource, recorder: SeriesRecorder, o
       return { removed: await source.remove([decode(params[0])]) };
     }),
     route('GET', '/series', async ({ url }) => {
+      // As for /messages: a misspelt or repeated parameter is refused, not read as "every queue".
+      for (const key of new Set(url.searchParams.keys())) {
+        if (key !== 'queue' && key !== 'token') throw new HttpError(400, 'INVALID_ARGUMENT', `Unknown query parameter ${JSON.stringify(key)}; expected queue`, { field: key });
+      }
+      if (url.searchParams.getAll('queue').length > 1) throw new HttpError(400, 'INVALID_ARGUMENT', 'Query parameter "queue" is given twice', { field: 'queue' });
       const queue = url.searchParams.get('queue') ?? undefined;
       if (queue !== undefined) await source.browse({ queue, limit: 1 });
       return recorder.series(queue);

@@ -352,6 +352,9 @@ describe('admin API: bad input', () => {
     { name: 'wrong method', method: 'DELETE', path: '/admin/api/settings', status: 405, code: 'METHOD_NOT_ALLOWED' },
     { name: 'unknown SSE parameter', path: '/admin/api/events?since=1', status: 400, code: 'INVALID_ARGUMENT' },
     { name: 'bad SSE queue filter', path: '/admin/api/events?queue=%2F%2F', status: 400, code: 'INVALID_QUEUE_NAME' },
+    // A typo must not answer the totals of every queue as if they were the one asked for.
+    { name: 'unknown series parameter', path: '/admin/api/series?queues=pile', status: 400, code: 'INVALID_ARGUMENT' },
+    { name: 'series queue given twice', path: '/admin/api/series?queue=pile&queue=other', status: 400, code: 'INVALID_ARGUMENT' },
   ];
 
   it.each(cases)('refuses $name with $status $code and changes nothing', async ({ method, path, body, rawBody, status, code }) => {
