@@ -93,7 +93,8 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
     for (const route of routes) {
       const m = route.pattern.exec(sub);
       if (!m) continue;
-      if (route.method !== method) {
+      // HEAD is GET without the body (RFC 9110), as for /metrics, the page and the stream.
+      if (route.method !== method && !(head && route.method === 'GET')) {
         otherMethod = true;
         continue;
       }
@@ -114,7 +115,7 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
     });
-    res.end(text);
+    res.end(head ? undefined : text);
   }
 
   async function streamFilter(url: URL): Promise<StreamFilter> {

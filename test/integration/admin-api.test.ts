@@ -610,6 +610,20 @@ describe('admin API: the page and the event stream', () => {
     expect(after.text).toBe('');
   });
 
+  it('answers HEAD on every GET route of the API with the headers of its GET and no body', async () => {
+    const { base } = await running();
+    for (const path of ['/admin/api/meta', '/admin/api/stats', '/admin/api/queues', '/admin/api/settings', '/admin/api/messages?limit=1']) {
+      const get = await call(base, path);
+      // Not call(): it would parse the (empty) JSON body.
+      const head = await fetch(base + path, { method: 'HEAD' });
+      expect(head.status, path).toBe(200);
+      expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
+      expect(await head.text()).toBe('');
+    }
+    // A change stays POST/PATCH only: HEAD on it is still 405.
+    expect((await fetch(`${base}/admin/api/accepting`, { method: 'HEAD' })).status).toBe(405);
+  });
+
   it('answers HEAD on the event stream with its headers and an ended response', async () => {
     const { base } = await running({ heartbeatMs: 20, tickMs: 20 });
     const res = await call(base, '/admin/api/events', { method: 'HEAD' });
