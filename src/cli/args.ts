@@ -203,6 +203,11 @@ export function parseCli(argv: string[], env: Record<string, string | undefined>
       if (seen.size > 1) throw new UsageError('--version takes no other options');
       return { name: 'version' };
     }
+    // `spool --db x` (a command forgotten, or an empty variable in a script) is no request for
+    // the help: printed on stdout with status 0, it would read as a command that ran.
+    if (!values.help && positionals.length === 0 && seen.size > 0) {
+      throw new UsageError(`spool needs a command before its options; expected ${NAMES.slice(0, -1).join(', ')} or ${NAMES.at(-1)}`);
+    }
     return { name: 'help' };
   }
   if (values.version) throw new UsageError('--version takes no command');

@@ -226,6 +226,9 @@ describe('spool day-two commands: bad input (built bin)', { timeout: 120_000 }, 
       { args: ['stats', ...db('--version')], code: 2, error: /^INVALID_ARGUMENT: --version takes no command/ },
       { args: ['-v', ...db()], code: 2, error: /^INVALID_ARGUMENT: --version takes no other options/ },
       { args: ['frob', ...db()], code: 2, error: /^INVALID_ARGUMENT: Unknown command "frob"/ },
+      // Options without a command (`spool --db "$DB" $CMD` with CMD empty): not the help with exit 0.
+      { args: db(), code: 2, error: /^INVALID_ARGUMENT: spool needs a command/ },
+      { args: db('--queue', 'email'), code: 2, error: /^INVALID_ARGUMENT: spool needs a command/ },
       // Command failures (1): the API refuses the value; nothing is stored.
       { args: ['dead', ...db('--queue', 'bad queue')], code: 1, error: /^INVALID_QUEUE_NAME: / },
       { args: ['dead', ...db('--queue', long)], code: 1, error: /^INVALID_QUEUE_NAME: / },
