@@ -59,6 +59,13 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
       if (next) return next();
       throw new HttpError(404, 'NOT_FOUND', `Nothing is served at ${path}`);
     }
+    // URL parsing resolves dot segments ('..', '%2e%2e') and reads a backslash as '/', but the app's own
+    // router and guards see the path as sent: `/x/../admin/api/…` would slip past a login the app
+    // put on /admin. Such a path is refused rather than served as what it resolves to.
+    const sent = (req.url ?? '/').split('?', 1)[0]!;
+    if (sent.includes('\\') || /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i.test(sent)) {
+      throw new HttpError(400, 'INVALID_ARGUMENT', 'The request path holds dot segments (. or ..) or a backslash');
+    }
     // With neither a token nor allowedHosts, a request that reached a loopback address must name a
     // loopback host: a page whose DNS name rebinds to this machine would otherwise drive the API.
     checkHost(req, opts.allowedHosts ?? (opts.token === undefined ? onLoopback(req) : undefined));

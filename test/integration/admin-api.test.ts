@@ -376,6 +376,48 @@ describe('admin API: bad input', () => {
 });
 
 describe('admin API: security', () => {
+  it('serves no path with dot segments: /x/../admin/api/… must not slip past a guard the app put on /admin', async () => {
+    const spool = temp.open();
+    const handler = createAdminHandler(spool);
+    // The app guards /admin and /metrics with its own login, on the path as sent, then mounts the handler.
+    const server = createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0]!;
+      if ((path.startsWith('/admin') || path === '/metrics') && req.headers.cookie !== 'session=ok') {
+        res.writeHead(401);
+        res.end('login first');
+        return;
+      }
+      handler(req, res, () => {
+        res.writeHead(404);
+        res.end('app 404');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    temp.onCleanup(async () => {
+      handler.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const port = (server.address() as AddressInfo).port;
+    // node:http sends the path as given (fetch would resolve the dot segments first).
+    const raw = (method: string, path: string, body?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, method, path, headers: body === undefined ? {} : { 'content-type': 'application/json' } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    expect(await raw('GET', '/admin/api/settings')).toBe(401);
+    for (const path of ['/x/../admin/api/settings', '/x/%2e%2e/admin/api/settings', '/x/.%2E/metrics', '/x/./../admin/']) {
+      expect(await raw('GET', path), path).toBe(400);
+    }
+    expect(await raw('POST', '/x/../admin/api/accepting', '{"accepting":false}')).toBe(400);
+    expect(spool.settings.get().accepting).toBe(true);
+    // Paths that are not the handler's still go to the app.
+    expect(await raw('GET', '/x/../elsewhere')).toBe(404);
+  });
+
   it('mounted with neither token nor allowedHosts, serves a request to a loopback address only under a loopback Host (DNS rebinding)', async () => {
     const { spool, base } = await running();
     const port = Number(new URL(base).port);
