@@ -50,7 +50,10 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
   async function handle(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) {
     let url: URL;
     try {
-      url = new URL(req.url ?? '/', 'http://admin.invalid');
+      // An origin-form target ('/…') is read as a path even when it starts with '//', as the app's
+      // router reads it: relative to a base, '//x/admin/api/…' would be host x and /admin/api/….
+      const target = req.url ?? '/';
+      url = new URL(target.startsWith('/') ? `http://admin.invalid${target}` : target, 'http://admin.invalid');
     } catch {
       throw new HttpError(400, 'INVALID_ARGUMENT', 'The request URL is malformed');
     }

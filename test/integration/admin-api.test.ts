@@ -376,7 +376,7 @@ describe('admin API: bad input', () => {
 });
 
 describe('admin API: security', () => {
-  it('serves no path with dot segments: /x/../admin/api/… must not slip past a guard the app put on /admin', async () => {
+  it('serves no path with dot segments or a leading //: /x/../admin/api/… must not slip past a guard the app put on /admin', async () => {
     const spool = temp.open();
     const handler = createAdminHandler(spool);
     // The app guards /admin and /metrics with its own login, on the path as sent, then mounts the handler.
@@ -416,6 +416,12 @@ describe('admin API: security', () => {
     expect(spool.settings.get().accepting).toBe(true);
     // Paths that are not the handler's still go to the app.
     expect(await raw('GET', '/x/../elsewhere')).toBe(404);
+    // A path that starts with // is a path (the app's router reads it so), not a host and a path:
+    // //x/admin/api/settings is no request for /admin/api/settings.
+    expect(await raw('GET', '//x/admin/api/settings')).toBe(404);
+    expect(await raw('GET', '//x/metrics')).toBe(404);
+    expect(await raw('POST', '//x/admin/api/accepting', '{"accepting":false}')).toBe(404);
+    expect(spool.settings.get().accepting).toBe(true);
   });
 
   it('mounted with neither token nor allowedHosts, serves a request to a loopback address only under a loopback Host (DNS rebinding)', async () => {
