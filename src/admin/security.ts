@@ -22,7 +22,11 @@ export function checkToken(req: IncomingMessage, url: URL, token: string | undef
   const header = req.headers.authorization;
   const bearer = typeof header === 'string' && /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '') : undefined;
   const given = bearer ?? url.searchParams.get('token') ?? undefined;
-  if (given === undefined || !timingSafeEqual(digest(given), digest(token))) {
+  // A query string reads '+' as a space: `?token=ab+cd` typed into the address bar (a base64
+  // token, say) arrives as "ab cd", and the page passes that on to its API calls and stream.
+  const expected = digest(token);
+  const matches = (text: string) => timingSafeEqual(digest(text), expected);
+  if (given === undefined || !(matches(given) || (given.includes(' ') && matches(given.replaceAll(' ', '+'))))) {
     throw new HttpError(401, 'UNAUTHORIZED', given === undefined ? 'This admin endpoint needs a token (Authorization: Bearer … or ?token=)' : 'The token is wrong');
   }
 }

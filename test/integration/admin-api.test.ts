@@ -469,6 +469,25 @@ describe('admin API: security', () => {
     expect(stream.status).toBe(200);
   });
 
+  it("takes a token with a '+' (base64) typed unencoded into the page's URL, and the page's calls with it", async () => {
+    const token = 'ab+cd/ef==';
+    const { base } = await running({ token });
+    // The address bar sends the + as is; a query string reads it as a space.
+    const page = await call(base, `/admin/?token=${token}`);
+    expect(page.status).toBe(200);
+    const asset = /assets\/app\.js\?token=[^"']+/.exec(page.text)![0];
+    expect((await call(base, `/admin/${asset}`)).status).toBe(200);
+    // The page reads its token from location.search (URLSearchParams): "ab cd/ef==".
+    const seen = new URLSearchParams(`token=${token}`).get('token')!;
+    expect((await call(base, '/admin/api/stats', { headers: { authorization: `Bearer ${seen}` } })).status).toBe(200);
+    expect((await call(base, `/admin/api/stats?token=${encodeURIComponent(seen)}`)).status).toBe(200);
+    expect((await call(base, `/admin/api/stats?token=${encodeURIComponent(token)}`)).status).toBe(200);
+    // Still exact otherwise.
+    for (const wrong of ['ab+cd/ef=', 'ab-cd/ef==', 'abcd/ef==', 'ab  cd/ef==']) {
+      expect((await call(base, '/admin/api/stats', { headers: { authorization: `Bearer ${wrong}` } })).status, wrong).toBe(401);
+    }
+  });
+
   it('refuses every change in read-only mode with 403 and serves every read', async () => {
     const { spool, base } = await running({ readOnly: true });
     const [id] = await deadLetters(spool, 1);
