@@ -98,7 +98,14 @@ function bounds(key: string): { min?: number; max?: number } {
   return range ? { min: range[0], max: range[1] } : {};
 }
 
-/** Tags: at most 50, keys 1–128 and values 0–256 characters. */
+/**
+ * A character outside the SQS character set (XML 1.0's: tab, LF, CR, U+0020–U+D7FF,
+ * U+E000–U+FFFD, U+10000–U+10FFFF), the one bodies are held to: other controls, U+FFFE/U+FFFF
+ * and lone surrogates, which the Query protocol's XML cannot carry.
+ */
+const OUTSIDE_SQS_CHARSET = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+/** Tags: at most 50, keys 1–128 and values 0–256 characters of the SQS character set. */
 function checkTags(tags: unknown): Record<string, string> {
   if (tags === undefined) return {};
   if (tags === null || typeof tags !== 'object' || Array.isArray(tags)) throw invalid('tags must be an object of string values', { field: 'tags' });
@@ -111,6 +118,9 @@ function checkTags(tags: unknown): Record<string, string> {
     }
     // As a property it would set the object's prototype: the tag would vanish without a word.
     if (key === '__proto__') throw invalid('A tag cannot be named "__proto__"', { field: 'tags', key });
+    if (OUTSIDE_SQS_CHARSET.test(key) || OUTSIDE_SQS_CHARSET.test(value)) {
+      throw invalid(`Tag ${JSON.stringify(key.slice(0, 130))} has a character outside the SQS character set (a control character other than tab, LF or CR, U+FFFE, U+FFFF or a lone surrogate)`, { field: 'tags', key: key.slice(0, 130) });
+    }
     out[key] = value;
   }
   return out;

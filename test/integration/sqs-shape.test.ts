@@ -113,6 +113,21 @@ describe('queues', () => {
     expect(await spool.queues.tags('kept')).toEqual({ team: 'a' });
   });
 
+  it('tags outside the SQS character set (controls but tab/LF/CR, U+FFFE/U+FFFF, lone surrogates) are INVALID_ARGUMENT', async () => {
+    const spool = spools.open();
+    await spool.queues.create('kept', {}, { tags: { team: 'a' } });
+    for (const bad of ['\u0000', '\u0007', '\u000b', '\ufffe', '\uffff', '\ud800', '\udfff']) {
+      for (const tags of [{ [`k${bad}`]: 'v' }, { k: `v${bad}` }]) {
+        expect(await rejection(spool.queues.tag('kept', tags)), JSON.stringify(tags)).toMatchObject({ code: 'INVALID_ARGUMENT' });
+        expect(await rejection(spool.queues.create('new', {}, { tags })), JSON.stringify(tags)).toMatchObject({ code: 'INVALID_ARGUMENT' });
+      }
+    }
+    expect(await spool.queues.list()).toEqual(['kept']);
+    expect(await spool.queues.tags('kept')).toEqual({ team: 'a' });
+    await spool.queues.tag('kept', { k: 'a\tb\nc\rd \u{1F600}' });
+    expect(await spool.queues.tags('kept')).toEqual({ team: 'a', k: 'a\tb\nc\rd \u{1F600}' });
+  });
+
   it('refuses bad names and attributes, storing nothing', async () => {
     const spool = spools.open();
     const cases: [string, Promise<unknown>, string][] = [

@@ -256,6 +256,20 @@ describe('tags', () => {
     await c.send(new UntagQueueCommand({ QueueUrl, TagKeys: ['a'] }));
     expect((await c.send(new ListQueueTagsCommand({ QueueUrl }))).Tags).toEqual({ b: '2' });
   });
+
+  it('TagQueue refuses keys and values outside the SQS character set with InvalidParameterValue, storing nothing', async () => {
+    const c = (await start()).client();
+    const { QueueUrl } = await c.send(new CreateQueueCommand({ QueueName: 'orders', tags: { team: 'a' } }));
+    for (const bad of ['\u0000', '\u0001', '\u001f', '\ufffe', '\uffff', '\ud800', 'x\udc00']) {
+      for (const Tags of [{ [`k${bad}`]: 'v' }, { k: `v${bad}` }]) {
+        const error = await rejection(c.send(new TagQueueCommand({ QueueUrl, Tags })));
+        expect(error.name, JSON.stringify(Tags)).toBe('InvalidParameterValue');
+      }
+    }
+    // Tab, LF, CR and a surrogate pair are in the set.
+    await c.send(new TagQueueCommand({ QueueUrl, Tags: { k: 'a\tb\nc\rd \u{1F600}' } }));
+    expect((await c.send(new ListQueueTagsCommand({ QueueUrl }))).Tags).toEqual({ team: 'a', k: 'a\tb\nc\rd \u{1F600}' });
+  });
 });
 
 describe('PurgeQueue and DeleteQueue (§9.13)', () => {
