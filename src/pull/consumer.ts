@@ -193,9 +193,10 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
     end: () => finish('end'),
     abort: () => finish('abort'),
     async extend(ms: number): Promise<void> {
+      // The argument first: a bad one is INVALID_ARGUMENT whatever the consumer owns.
+      checkLease(ms, 'ms');
       const lease = owned;
       if (!lease) throw new SpoolError('MESSAGE_NOT_INFLIGHT', `Consumer ${id} owns no message to extend`);
-      checkLease(ms, 'ms');
       const handedOut = Number.parseInt(lease.token.slice(0, lease.token.indexOf('.')), 36);
       const until = clock.now() + ms;
       if (until - handedOut > MAX_LEASE_MS) {

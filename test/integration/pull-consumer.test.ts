@@ -253,6 +253,15 @@ describe('owner-mode consumers', () => {
     expect((await rejection(consumer.extend(10))).code).toBe('MESSAGE_NOT_INFLIGHT');
   });
 
+  it('extend() with a bad argument is INVALID_ARGUMENT whether or not the consumer owns a message', async () => {
+    const spool = spools.open();
+    const consumer = spool.consumer();
+    for (const ms of ['x', 0, -1, 1.5, Number.NaN, 43_200_001, undefined]) {
+      expect((await rejection(consumer.extend(ms as number))).code, String(ms)).toBe('INVALID_ARGUMENT');
+    }
+    expect((await rejection(consumer.extend(10))).code).toBe('MESSAGE_NOT_INFLIGHT');
+  });
+
   it('filters on payload fields with where, with bound parameters only', async () => {
     const spool = spools.open();
     await spool.sendBatch('t', [
