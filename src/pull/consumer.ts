@@ -63,7 +63,10 @@ export interface Consumer<Q extends QueueMapLike = QueueMap> {
   extend(ms: number): Promise<void>;
   /** Aborts what it owns and ends a pending wait with CLOSED. */
   close(): Promise<void>;
-  /** The common loop: each iteration ends the previous message, unless it was aborted. */
+  /**
+   * The common loop: each iteration ends the previous message, unless it was aborted. Leaving the
+   * loop (break, return, a throw) gives back the last message, unless it was ended or aborted, as abort() does.
+   */
   messages<P = never, K extends QueueName<Q> = QueueName<Q>>(queues: K | readonly K[], options?: WaitOptions): AsyncIterableIterator<PulledMessage<HandlerPayload<Q, K, P>>>;
 }
 
@@ -222,7 +225,22 @@ export function createConsumer(engine: PullEngine, directory: QueueDirectory, cl
         // wait() ends the previous message first, unless it was aborted (then nothing is owned).
         const message = await consumer.wait(queues, o);
         if (!message) return;
-        yield message;
+        const token = owned?.token;
+        let resumed = false;
+        try {
+          yield message;
+          resumed = true;
+        } finally {
+          // Left by break, return or a throw: the message handed out, unless the loop ended or
+          // aborted it, goes back at once as abort() gives it (no attempt charged), rather than
+          // waiting out its lease (a failed attempt on a plain queue). One whose lease already
+          // ran out went back by itself.
+          if (!resumed && token !== undefined && owned?.token === token) {
+            await finish('abort').catch((error: unknown) => {
+              if (!(error instanceof SpoolError && error.code === 'LEASE_EXPIRED')) throw error;
+            });
+          }
+        }
       }
     },
   };

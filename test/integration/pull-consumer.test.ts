@@ -329,6 +329,36 @@ describe('owner-mode consumers', () => {
     expect((await rejection(owner.wait('jobs', { timeoutMs: 0 }))).code).toBe('CLOSED');
   });
 
+  it('leaving messages() with break or a throw gives the message back at once, no attempt charged, as abort() would', async () => {
+    const spool = spools.open();
+    const a = await spool.send('jobs', { n: 1 });
+    const consumer = spool.consumer();
+    for await (const m of consumer.messages('jobs', { timeoutMs: 0, leaseMs: 3_600_000 })) {
+      expect(m.id).toBe(a);
+      break;
+    }
+    expect(await spool.get(a)).toMatchObject({ state: 'pending', attempt: 1 });
+    const thrown = new Error('out');
+    const leave = async () => {
+      for await (const m of consumer.messages('jobs', { timeoutMs: 0, leaseMs: 3_600_000 })) {
+        expect(m.id).toBe(a);
+        throw thrown;
+      }
+    };
+    await expect(leave()).rejects.toBe(thrown);
+    expect(await spool.get(a)).toMatchObject({ state: 'pending', attempt: 1 });
+    // Another consumer takes it at once, with no failed attempt counted.
+    expect(await spool.consumer().wait('jobs', { timeoutMs: 0 })).toMatchObject({ id: a, attempt: 1, deliveries: 3 });
+    // A message ended in the loop is left as it is.
+    const b = await spool.send('jobs', { n: 2 });
+    for await (const m of consumer.messages('jobs', { timeoutMs: 0 })) {
+      expect(m.id).toBe(b);
+      await consumer.end();
+      break;
+    }
+    expect(await spool.get(b)).toBeUndefined(); // ended: deleted (no retention), not given back
+  });
+
   it('messages() iterates, ending each message before the next', async () => {
     const spool = spools.open();
     await spool.sendBatch('jobs', [{ n: 1 }, { n: 2 }, { n: 3 }]);
