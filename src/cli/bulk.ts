@@ -5,7 +5,7 @@
  * requeue({ queue }) would hold the lock for seconds at 100k letters, stalling the owner's commits).
  */
 import type { Spool } from '../index.js';
-import { whileBusy } from './busy.js';
+import { isBusyError, whileBusy } from './busy.js';
 import type { Progress } from './progress.js';
 
 /** How often a purge's progress is read back from the file, ms. */
@@ -34,7 +34,35 @@ export async function requeueAll(spool: Spool, queue: string | undefined, progre
 }
 
 /**
- * Purges `queue`'s rows in `state` with the API's purge(); with `progress`, polls the remaining
+ * purge() with each batch retrying a held write lock as the other CLI writes do (whileBusy): the
+ * API's purge() waits only 20 ms for the lock and rejects with STORAGE_BUSY at the batch that met
+ * it, after the earlier batches were deleted. Those are counted from the message.removed events
+ * (this spool is never started, so only the purge removes rows), and the purge goes on: a busy
+ * owner slows it down, and each batch gets the full retry time. A real failure still rejects.
+ */
+async function purgeRetrying(spool: Spool, queue: string, state: 'pending' | 'dead' | 'done'): Promise<number> {
+  let purged = 0;
+  const counting = spool.events$.subscribe((event) => {
+    if (event.type === 'message.removed' && event.reason === 'purged' && event.queue === queue) purged += 1;
+  });
+  try {
+    for (;;) {
+      const before = purged;
+      try {
+        await whileBusy(() => spool.purge(queue, { state }));
+        return purged;
+      } catch (error) {
+        // whileBusy gave up: rethrow unless batches were deleted since, which restarts its clock.
+        if (!isBusyError(error) || purged === before) throw error;
+      }
+    }
+  } finally {
+    counting.unsubscribe();
+  }
+}
+
+/**
+ * Purges `queue`'s rows in `state` with the API's purge(), a held lock retried per batch; with `progress`, polls the remaining
  * count between its batches (it yields after each). Rows that a live owner claims or sends
  * meanwhile move that count too, so the bar is an estimate; the resolved count is exact.
  */
@@ -44,7 +72,7 @@ export async function purgeWithProgress(
   state: 'pending' | 'dead' | 'done',
   progress?: Progress,
 ): Promise<number> {
-  if (!progress) return spool.purge(queue, { state });
+  if (!progress) return purgeRetrying(spool, queue, state);
   const remaining = async () => (await spool.stats()).queues[queue]?.[state] ?? 0;
   const total = { units: await remaining(), started: false };
   let polling = false;
@@ -65,7 +93,7 @@ export async function purgeWithProgress(
       .finally(() => (polling = false));
   }, PURGE_POLL_MS);
   try {
-    const purged = await spool.purge(queue, { state });
+    const purged = await purgeRetrying(spool, queue, state);
     if (!total.started) progress.start(total.units, `purge ${queue} (${state})`);
     total.started = true;
     progress.update(purged, Math.max(total.units, purged));

@@ -6,6 +6,11 @@ import { isBusy } from '../db/transaction.js';
 /** How long a write keeps retrying while the running spool holds the write lock, ms. */
 const BUSY_GIVE_UP_MS = 10_000;
 
+/** Whether `error` is another connection's write lock: the API's STORAGE_BUSY, or a raw SQLITE_BUSY from the open. */
+export function isBusyError(error: unknown): boolean {
+  return isSpoolError(error, 'STORAGE_BUSY') || isBusy(error);
+}
+
 /**
  * Retries a write while another connection holds the write lock. The spool's connection waits
  * only briefly for a lock (it must not block its event loop), so a CLI write can meet a group
@@ -17,9 +22,7 @@ export async function whileBusy<T>(write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } catch (error) {
-      // The API reports a held lock as STORAGE_BUSY; a raw SQLITE_BUSY can come from the open.
-      const busy = isSpoolError(error, 'STORAGE_BUSY') || isBusy(error);
-      if (!busy || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
+      if (!isBusyError(error) || Date.now() - started > BUSY_GIVE_UP_MS) throw error;
     }
     await sleep(delayMs);
   }

@@ -167,6 +167,32 @@ describe('spool command line parsing and errors (in process)', () => {
     expect(JSON.parse(overridesRow(spools.path)!.overrides).processor.batchSize).toBe(60);
   });
 
+  it('a purge whose later batch meets a held write lock waits it out and deletes everything', async () => {
+    const spool = spools.open();
+    for (let i = 0; i < 5; i++) await spool.sendBatch('scratch', Array.from({ length: 1000 }, (_, n) => ({ n })));
+    const holder = spools.connect();
+    const left = holder.prepare("SELECT count(*) AS n FROM messages WHERE queue = 'scratch'").pluck();
+    // Takes the lock once the first 1000-row batch is gone (the purge yields between batches, and
+    // this polls on the same turns), and holds it well past the purge's 20 ms lock wait.
+    const released = new Promise<void>((resolve) => {
+      const poll = () => {
+        if ((left.get() as number) === 5000) return void setImmediate(poll);
+        holder.exec('BEGIN IMMEDIATE');
+        setTimeout(() => {
+          holder.exec('COMMIT');
+          resolve();
+        }, 300);
+      };
+      setImmediate(poll);
+    });
+    const run = await cliHere('purge', '--db', spools.path, '--queue', 'scratch', '--state', 'pending');
+    await released;
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ purged: 5000 });
+    expect(left.get()).toBe(0);
+  });
+
   it('usage errors exit 2 with INVALID_ARGUMENT; --help prints the usage on stdout; a missing file is not created', async () => {
     const help = await cliHere('--help');
     expect(help.code).toBe(0);
