@@ -25,6 +25,24 @@ const MAX_BUFFERED_BYTES = 1 << 20;
 /** stats() may use at most 1/STATS_BUDGET of the time: a slow count is refreshed less often. */
 const STATS_BUDGET = 20;
 
+/** Every type the stream carries (a Record, so a new event type must be listed here to compile). */
+const TYPES: Record<SpoolEvent['type'] | AdminTick['type'] | 'admin.reset', true> = {
+  'message.state': true,
+  'message.error': true,
+  'message.stale': true,
+  'message.removed': true,
+  'settings.changed': true,
+  'storage.busy': true,
+  error: true,
+  'spool.recovered': true,
+  'maintenance.swept': true,
+  'admin.tick': true,
+  'admin.reset': true,
+};
+
+/** The event types a `types` filter may name. */
+export const STREAM_TYPES: readonly string[] = Object.keys(TYPES);
+
 /** Which events one connection wants. */
 export interface StreamFilter {
   /** Queues whose events pass; events tied to no queue always pass. Empty: every queue. */

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { createApiRoutes, type Route } from './api.js';
 import { serveAsset, serveIndex } from './assets.js';
-import { createEventStream, type StreamFilter } from './event-stream.js';
+import { createEventStream, STREAM_TYPES, type StreamFilter } from './event-stream.js';
 import { HttpError, readJsonBody, sendError } from './http.js';
 import { registerMetrics } from './metrics.js';
 import { resolveAdminOptions, type AdminHandlerOptions } from './options.js';
@@ -136,6 +136,9 @@ export function createAdminHandler(source: AdminSource, options?: AdminHandlerOp
       else if (key === 'types') filter.types.push(...list);
       else if (key !== 'token') throw new HttpError(400, 'INVALID_ARGUMENT', `Unknown query parameter ${JSON.stringify(key)}; expected queue, types`, { field: key });
     }
+    // A mistyped type would leave a stream of heartbeats only.
+    const unknown = filter.types.find((type) => !STREAM_TYPES.includes(type));
+    if (unknown !== undefined) throw new HttpError(400, 'INVALID_ARGUMENT', `Unknown event type ${JSON.stringify(unknown)} in types; expected ${STREAM_TYPES.join(', ')}`, { field: 'types' });
     // Queue names follow the library's rule (INVALID_QUEUE_NAME).
     for (const queue of filter.queues) await source.browse({ queue, limit: 1 });
     return filter;

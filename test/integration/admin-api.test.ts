@@ -352,6 +352,9 @@ describe('admin API: bad input', () => {
     { name: 'wrong method', method: 'DELETE', path: '/admin/api/settings', status: 405, code: 'METHOD_NOT_ALLOWED' },
     { name: 'unknown SSE parameter', path: '/admin/api/events?since=1', status: 400, code: 'INVALID_ARGUMENT' },
     { name: 'bad SSE queue filter', path: '/admin/api/events?queue=%2F%2F', status: 400, code: 'INVALID_QUEUE_NAME' },
+    // A typo of message.state must not answer a stream of heartbeats only.
+    { name: 'unknown SSE event type', path: '/admin/api/events?types=message.stat', status: 400, code: 'INVALID_ARGUMENT' },
+    { name: 'unknown SSE event type beside a known one', path: '/admin/api/events?types=admin.tick,message.stat', status: 400, code: 'INVALID_ARGUMENT' },
     // A typo must not answer the totals of every queue as if they were the one asked for.
     { name: 'unknown series parameter', path: '/admin/api/series?queues=pile', status: 400, code: 'INVALID_ARGUMENT' },
     { name: 'series queue given twice', path: '/admin/api/series?queue=pile&queue=other', status: 400, code: 'INVALID_ARGUMENT' },
