@@ -51,7 +51,8 @@ const ZERO = { pending: 0, activating: 0, processing: 0, dead: 0, done: 0 };
 /** The keys of a queue's settings, and where the spool-wide value lives when the queue has none. */
 const QUEUE_KEYS: { key: string[]; fallback: string[] }[] = [
   { key: ['executor', 'concurrency'], fallback: ['executor', 'concurrency'] },
-  { key: ['accepting'], fallback: [] },
+  // Sends are refused while the spool-wide accepting is false, whatever the queue inherits.
+  { key: ['accepting'], fallback: ['accepting'] },
   { key: ['paused'], fallback: [] },
   { key: ['maxAttempts'], fallback: ['queueDefaults', 'maxAttempts'] },
   { key: ['backoff', 'type'], fallback: ['queueDefaults', 'backoff', 'type'] },
@@ -111,7 +112,7 @@ export function createApiRoutes(source: AdminSource, recorder: SeriesRecorder, o
         const inherited = find(fallback);
         if (inherited) return { key, value: inherited.value, layer: inherited.layer, own: false };
       }
-      // accepting/paused without an entry: the built-in default.
+      // paused (no spool-wide value) without an entry: the built-in default.
       return { key, value: key[0] === 'accepting', layer: 'default' as const, own: false };
     });
   }

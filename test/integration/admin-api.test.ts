@@ -217,6 +217,20 @@ describe('admin API: changes', () => {
     expect(spool.settings.get().accepting).toBe(false);
   });
 
+  it("a queue without its own accepting shows the spool-wide one it inherits, with that one's layer", async () => {
+    const { spool, base } = await running();
+    await spool.send('quiet', { warm: true });
+    const accepting = async () =>
+      (await call(base, '/admin/api/queues/quiet')).body.settings.find((s: { key: string[] }) => s.key.join('.') === 'accepting');
+    expect(await accepting()).toEqual({ key: ['accepting'], value: true, layer: 'default', own: false });
+    await call(base, '/admin/api/accepting', { body: { accepting: false } });
+    await expect(spool.send('quiet', {})).rejects.toMatchObject({ code: 'NOT_ACCEPTING' });
+    expect(await accepting()).toEqual({ key: ['accepting'], value: false, layer: 'override', own: false });
+    // The queue's own value is still its own.
+    await call(base, '/admin/api/queues/quiet/accepting', { body: { accepting: true } });
+    expect(await accepting()).toEqual({ key: ['accepting'], value: true, layer: 'override', own: true });
+  });
+
   it('requeues one message, a selection and a filter, and purges a queue by state', async () => {
     const { spool, base } = await running();
     const ids = await deadLetters(spool, 5);
