@@ -199,11 +199,18 @@ describe('Query protocol (form in, XML out)', () => {
   });
 
   it('stays well-formed XML 1.0 when a tag value or a quoted parameter holds a control character', async () => {
-    const sqs = await start();
+    // TagQueue refuses such tags now; a file tagged by an earlier version may still hold them, as
+    // this backend's answer stands for.
+    const legacyTags = { team: 'a\u0001b', zero: '\u0000' };
+    const sqs = await start({
+      wrap: (backend) => ({
+        ...delegate(backend),
+        queues: { ...backend.queues, get: async (name: string) => ({ ...(await backend.queues.get(name)), tags: legacyTags }) },
+      }),
+    });
     await callQuery(sqs.endpoint, 'CreateQueue', { QueueName: 'orders' });
     // No reference to a character XML 1.0 forbids (expat and StAX refuse &#x1;), and none raw.
     const forbidden = /&#x(?:[0-8BCEF]|1[0-9A-F]|FFF[EF]);|[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/i;
-    expect((await callJson(sqs.endpoint, 'TagQueue', { QueueUrl: sqs.url('orders'), Tags: { team: 'a\u0001b', zero: '\u0000' } })).status).toBe(200);
     const tags = await callQuery(sqs.endpoint, 'ListQueueTags', { QueueUrl: sqs.url('orders') });
     expect(tags.status).toBe(200);
     expect(tags.text).not.toMatch(forbidden);
