@@ -67,6 +67,8 @@ export interface ProducerDeps {
   ready(queue: string): void;
   /** The supervisor, if one was created (started or not). */
   runtime(): SupervisorRuntime | undefined;
+  /** Re-reads the settings when this handle does not poll (settings/idle-refresh.ts). */
+  refreshSettings(): void;
 }
 
 /** Creates the producer. */
@@ -262,7 +264,8 @@ export function createProducer(deps: ProducerDeps) {
       const o = readInput('Send options', () => parseSendOptions(options));
       const { repo: r, queues: q, committer: c } = storage.open();
       const now = clock.now();
-      refreshIfProducer(now);
+      // A spool that only sends must still see `accepting` turned off elsewhere.
+      deps.refreshSettings();
       const s = settings.get();
       admit(queue, s);
       const batch = readInput('The batch or its options', () => prepareRows(queue, payloads, o, s, now));
@@ -296,22 +299,6 @@ export function createProducer(deps: ProducerDeps) {
       });
     } catch (error) {
       return Promise.reject(error instanceof SpoolError ? error : toStorageError(error));
-    }
-  }
-
-  let refreshedAt = -Infinity;
-  /**
-   * A spool that only sends has no poll, yet must see `accepting` turned off by the CLI or the
-   * owner: it re-reads the settings version at most once per poll interval.
-   */
-  function refreshIfProducer(now: number) {
-    if (deps.runtime()?.running || now - refreshedAt < settings.get().processor.pollIntervalMs) return;
-    refreshedAt = now;
-    try {
-      settings.refresh();
-    } catch {
-      // A busy read keeps the settings already held; the next send tries again.
-      refreshedAt = -Infinity;
     }
   }
 

@@ -27,6 +27,7 @@ import { createPullEngine } from './pull/engine.js';
 import { createSqsCalls, type ReceivedMessage, type ReceiveOptions } from './pull/sqs.js';
 import { createQueueDirectory } from './queues/directory.js';
 import { createQueues, type Queues } from './queues/registry.js';
+import { createIdleRefresh } from './settings/idle-refresh.js';
 import { createStorage } from './storage.js';
 import type { HandlerPayload, PayloadOf, QueueMap, QueueMapLike, QueueName, SendPayload } from './typed-queues.js';
 import { assertQueueName, type SendOptions } from './validate.js';
@@ -142,6 +143,8 @@ export function createSpool<Q extends QueueMapLike = QueueMap>(options: SpoolOpt
       pull.ready(queue);
     },
   });
+  // One for the handle: its sends and its pulls share it (one read per poll interval, not two).
+  const refreshSettings = createIdleRefresh(settings, clock, () => lifecycle.supervisor?.running === true);
   const pull = createPullEngine({
     storage,
     settings,
@@ -152,12 +155,12 @@ export function createSpool<Q extends QueueMapLike = QueueMap>(options: SpoolOpt
     returned: (queue) => lifecycle.supervisor?.noteSent(queue, null),
     leased: (at) => lifecycle.supervisor?.leaseAt(at),
     gate: () => lifecycle.supervisor?.gate,
-    polling: () => lifecycle.supervisor?.running === true,
+    refreshSettings,
   });
   /** A commit of this handle made a message of `queue` claimable: wake its pull waiters. */
   const ready = (queue: string) => pull.ready(queue);
   const lifecycle = createLifecycle({ opts, storage, settings, bus, consumers, operations, directory, ready, expireLeases: () => pull.expireLeases(), released: () => pull.released(), closePull: () => pull.close() });
-  const producer = createProducer({ opts, storage, settings, bus, directory, ready, runtime: () => lifecycle.supervisor });
+  const producer = createProducer({ opts, storage, settings, bus, directory, ready, runtime: () => lifecycle.supervisor, refreshSettings });
   const queues = createQueues({ storage, settings, directory, clock, bus, ready: (queue) => (ready(queue), lifecycle.supervisor?.noteSent(queue, null)) });
   const sqs = createSqsCalls(pull, directory, clock);
   const watch = createWatch(bus, (id) => {

@@ -52,8 +52,11 @@ export interface PullEngineDeps {
   leased(at: number): void;
   /** The owner's load control, while this handle runs the spool (other processes have none). */
   gate(): ControlGate | undefined;
-  /** True while this handle runs the spool: its poll then re-reads the settings. */
-  polling(): boolean;
+  /**
+   * Re-reads the settings when this handle does not poll (settings/idle-refresh.ts): a handle that
+   * only pulls must see queue attributes changed elsewhere (a visibility timeout, a redrive policy).
+   */
+  refreshSettings(): void;
 }
 
 /** Work that runs in a lease attempt's commit, before it. */
@@ -83,25 +86,6 @@ export function createPullEngine(deps: PullEngineDeps) {
   let closed = false;
   /** Lease attempts that will share the next commit's pass, by their queue list. */
   const joining = new Map<string, Joiner[]>();
-  let refreshedAt = -Infinity;
-
-  /**
-   * A handle that only pulls has no poll, yet must see queue attributes that another process (or
-   * the CLI) changed: a visibility timeout, a redrive policy. It re-reads the settings version at
-   * most once per poll interval, as a producer does.
-   */
-  function refreshIfPuller() {
-    const now = clock.now();
-    if (deps.polling() || now - refreshedAt < settings.get().processor.pollIntervalMs) return;
-    refreshedAt = now;
-    try {
-      settings.refresh();
-    } catch {
-      // A busy read keeps the settings already held; the next call tries again.
-      refreshedAt = -Infinity;
-    }
-  }
-
   function waitRoom(): WaitRoom {
     const { db, repo } = storage.open();
     room ??= createWaitRoom({
@@ -184,7 +168,7 @@ export function createPullEngine(deps: PullEngineDeps) {
         }
         return [];
       }
-      refreshIfPuller();
+      deps.refreshSettings();
       // Read before the attempt: a message made ready while it commits skips the wait below.
       const seen = waitRoom().generation;
       waitRoom().prime(queues);
@@ -355,7 +339,7 @@ export function createPullEngine(deps: PullEngineDeps) {
 
   return {
     lease,
-    refreshIfPuller,
+    refreshSettings: deps.refreshSettings,
     settle,
     complete,
     completeIn,

@@ -73,7 +73,7 @@ export function createSqsCalls(engine: PullEngine, directory: QueueDirectory, cl
       const options = optionsObject(given, 'receive()');
       created(queue);
       // The queue's attributes as they are now, whoever changed them.
-      engine.refreshIfPuller();
+      engine.refreshSettings();
       const attrs = directory.attributes(queue);
       const max = range(options.max ?? 1, 'max', 1, 10);
       const visibility = range(options.visibilityTimeoutMs ?? attrs.visibilityTimeoutMs, 'visibilityTimeoutMs', 0, MAX_LEASE_MS);
